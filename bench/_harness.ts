@@ -1,0 +1,52 @@
+// A tiny in-process benchmark harness that runs unchanged on Node, Deno and Bun: each case
+// is timed over several runs and the median ns/op is reported, with ratios computed from
+// cases measured side by side in the same process.
+
+export interface BenchCase {
+  name: string;
+  /** Runs the operation `n` times; returns something so the work is not optimised away. */
+  run(n: number): unknown;
+}
+
+export interface BenchResult {
+  name: string;
+  nsPerOp: number;
+  runs: number[];
+}
+
+let sink: unknown;
+
+export function measure(cases: BenchCase[], { ops = 1_000_000, runs = 5 } = {}): BenchResult[] {
+  for (const c of cases) sink = c.run(Math.min(ops, 100_000)); // warm up
+  const results = cases.map((c) => ({ name: c.name, nsPerOp: 0, runs: [] as number[] }));
+  // Interleave cases run by run, so drift in machine load hits all of them alike.
+  for (let r = 0; r < runs; r++) {
+    cases.forEach((c, i) => {
+      const t0 = performance.now();
+      sink = c.run(ops);
+      results[i]!.runs.push(((performance.now() - t0) * 1e6) / ops);
+    });
+  }
+  for (const res of results) res.nsPerOp = median(res.runs);
+  return results;
+}
+
+export function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+export function runtimeName(): string {
+  return typeof Deno !== "undefined" ? `deno ${Deno.version.deno}` : "Bun" in globalThis ? `bun ${process.versions.bun}` : `node ${process.version}`;
+}
+
+export function report(title: string, results: BenchResult[], baseline?: string): void {
+  const base = results.find((r) => r.name === baseline);
+  console.log(`\n${title} — ${runtimeName()} (median of ${results[0]?.runs.length} runs)`);
+  for (const r of results) {
+    const ratio = base ? `  ${(r.nsPerOp / base.nsPerOp).toFixed(2)}× ${base.name}` : "";
+    console.log(`  ${r.name.padEnd(36)} ${r.nsPerOp.toFixed(1).padStart(8)} ns/op${ratio}`);
+  }
+  void sink;
+}

@@ -1,0 +1,5 @@
+/**
+ * serve-hygiene for Bun.serve.
+ * @module
+ */
+export * from "./host.ts";

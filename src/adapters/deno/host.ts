@@ -1,0 +1,38 @@
+import { consoleLogger, createSystemClock, type Host, installShutdownSignals, type Logger } from "../../core/mod.ts";
+
+/** Options of {@linkcode createDenoHost}. */
+export interface DenoHostOptions {
+  /** Where install failures are logged. @default consoleLogger */
+  log?: Logger;
+}
+
+/**
+ * The Host for Deno: RSS from `Deno.memoryUsage().rss`, SIGTERM/SIGINT through
+ * `Deno.addSignalListener` (which throws on platforms without the signal: logged, never
+ * fatal), timers unref'd with `Deno.unrefTimer`.
+ *
+ * @example
+ * ```ts
+ * import { createDenoHost } from "serve-hygiene/deno";
+ * const host = createDenoHost();
+ * const uninstall = host.onShutdownSignal((signal) => console.log("stopping on", signal));
+ * uninstall();
+ * ```
+ */
+export function createDenoHost(options: DenoHostOptions = {}): Host {
+  const log = options.log ?? consoleLogger;
+  return {
+    clock: createSystemClock({ unref: (id) => Deno.unrefTimer(id as number) }),
+    log,
+    rss: () => Deno.memoryUsage().rss,
+    onShutdownSignal: (listener) =>
+      installShutdownSignals(
+        {
+          add: (signal, handler) => Deno.addSignalListener(signal, handler),
+          remove: (signal, handler) => Deno.removeSignalListener(signal, handler),
+        },
+        listener,
+        log,
+      ),
+  };
+}

@@ -1,0 +1,5 @@
+/**
+ * serve-hygiene for Deno.serve.
+ * @module
+ */
+export * from "./host.ts";

@@ -1,0 +1,5 @@
+/**
+ * serve-hygiene for node:http.
+ * @module
+ */
+export * from "./host.ts";

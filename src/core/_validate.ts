@@ -1,0 +1,49 @@
+// Argument checks shared by the core's factories. Messages follow one form so a
+// misconfiguration reads the same wherever it is caught:
+//   Cannot create limiter as "limit" must be a positive integer: current value is 0
+
+/** Formats a value for an error message: strings quoted, everything else as String(). */
+export function _show(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "bigint") return `${value}n`;
+  if (typeof value === "symbol") return value.toString();
+  if (typeof value === "object" && value !== null) return Object.prototype.toString.call(value);
+  return String(value);
+}
+
+function _fail(what: string, field: string, rule: string, value: unknown): never {
+  throw new RangeError(`Cannot ${what} as "${field}" must be ${rule}: current value is ${_show(value)}`);
+}
+
+/** A positive integer, or Infinity meaning "uncapped". */
+export function _positiveIntOrInfinity(what: string, field: string, value: unknown): number {
+  if (typeof value !== "number" || !(value === Infinity || (Number.isSafeInteger(value) && value > 0))) {
+    _fail(what, field, "a positive integer or Infinity", value);
+  }
+  return value;
+}
+
+/** A positive integer (finite). */
+export function _positiveInt(what: string, field: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+    _fail(what, field, "a positive integer", value);
+  }
+  return value;
+}
+
+/** Zero or a positive integer (finite). */
+export function _nonNegativeInt(what: string, field: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
+    _fail(what, field, "a non-negative integer", value);
+  }
+  return value;
+}
+
+/** An options argument: undefined (use defaults) or a plain object. */
+export function _options<T extends object>(what: string, value: T | undefined): Partial<T> {
+  if (value === undefined) return {};
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new TypeError(`Cannot ${what} as the options must be an object: current value is ${_show(value)}`);
+  }
+  return value;
+}

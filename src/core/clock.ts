@@ -1,0 +1,77 @@
+/** A scheduled callback that can be cancelled. Cancelling twice, or after it ran, is a no-op. */
+export interface TimerHandle {
+  cancel(): void;
+}
+
+/** Options of {@linkcode Clock.setTimeout} and {@linkcode Clock.setInterval}. */
+export interface TimerOptions {
+  /**
+   * When true the timer does not keep the process alive (samplers, probes). Runtimes
+   * without the notion ignore it.
+   * @default false
+   */
+  unref?: boolean;
+}
+
+/**
+ * The time source of every time-dependent piece of the core. Production code uses
+ * {@linkcode systemClock} (or the one its Host supplies); tests use a manual clock and
+ * never sleep.
+ */
+export interface Clock {
+  /** Monotonic milliseconds from an arbitrary origin. */
+  now(): number;
+  /** Runs `fn` once, `ms` milliseconds from now. */
+  setTimeout(fn: () => void, ms: number, options?: TimerOptions): TimerHandle;
+  /** Runs `fn` every `ms` milliseconds until cancelled. */
+  setInterval(fn: () => void, ms: number, options?: TimerOptions): TimerHandle;
+}
+
+/** Options of {@linkcode createSystemClock}. */
+export interface SystemClockOptions {
+  /**
+   * Makes a timer id returned by the global `setTimeout`/`setInterval` stop keeping the
+   * process alive. The default calls `id.unref()` where the id is an object that has one
+   * (Node, Bun); the Deno adapter passes its runtime's own timer unref.
+   */
+  unref?: (id: unknown) => void;
+}
+
+function _unrefObject(id: unknown): void {
+  const unref = (id as { unref?: unknown } | null)?.unref;
+  if (typeof unref === "function") unref.call(id);
+}
+
+/**
+ * A clock over the global timers and `performance.now()`.
+ *
+ * @example A timer that never keeps the process alive
+ * ```ts
+ * import { createSystemClock } from "serve-hygiene";
+ * const clock = createSystemClock();
+ * const timer = clock.setTimeout(() => {}, 1000, { unref: true });
+ * timer.cancel();
+ * ```
+ */
+export function createSystemClock(options: SystemClockOptions = {}): Clock {
+  const unref = options.unref ?? _unrefObject;
+  const schedule = (
+    set: (fn: () => void, ms: number) => unknown,
+    clear: (id: never) => void,
+    fn: () => void,
+    ms: number,
+    opts?: TimerOptions,
+  ): TimerHandle => {
+    const id = set(fn, ms);
+    if (opts?.unref) unref(id);
+    return { cancel: () => clear(id as never) };
+  };
+  return {
+    now: () => performance.now(),
+    setTimeout: (fn, ms, opts) => schedule(globalThis.setTimeout, globalThis.clearTimeout, fn, ms, opts),
+    setInterval: (fn, ms, opts) => schedule(globalThis.setInterval, globalThis.clearInterval, fn, ms, opts),
+  };
+}
+
+/** The default clock of the core: global timers, `performance.now()`. */
+export const systemClock: Clock = createSystemClock();

@@ -1,0 +1,92 @@
+import { _options, _positiveIntOrInfinity } from "./_validate.ts";
+
+/** The service-wide knobs. Every field is optional; {@linkcode resolveConfig} fills defaults. */
+export interface ServeHygieneConfig {
+  /**
+   * Open connections the server accepts at once, where the runtime lets the adapter count
+   * them. `Infinity` means uncapped.
+   * @default 4096
+   */
+  maxConnections?: number;
+  /**
+   * Requests whose handlers may run at once; the next one is refused with 503, never queued.
+   * `Infinity` means uncapped.
+   * @default 1024
+   */
+  concurrencyLimit?: number;
+  /**
+   * Deadline of one request in milliseconds, answered 408. `Infinity` disables it. Must be
+   * strictly below `drainTimeoutMs`, so a request admitted just before a stop signal reaches
+   * its own deadline before the drain window ends.
+   * @default 20000
+   */
+  requestTimeoutMs?: number;
+  /**
+   * Service-wide request body cap in bytes. Undefined means no service-wide cap: routes set
+   * their own, and a route's cap wins over this one (innermost wins).
+   * @default undefined
+   */
+  bodyLimitBytes?: number;
+  /**
+   * Time allowed for in-flight requests to finish after a stop signal, in milliseconds.
+   * @default 25000
+   */
+  drainTimeoutMs?: number;
+}
+
+/** A validated {@linkcode ServeHygieneConfig} with every default applied. */
+export interface ResolvedConfig {
+  readonly maxConnections: number;
+  readonly concurrencyLimit: number;
+  readonly requestTimeoutMs: number;
+  readonly bodyLimitBytes: number | undefined;
+  readonly drainTimeoutMs: number;
+}
+
+/** The defaults of DESIGN.md. */
+export const DEFAULT_CONFIG: ResolvedConfig = Object.freeze({
+  maxConnections: 4096,
+  concurrencyLimit: 1024,
+  requestTimeoutMs: 20_000,
+  bodyLimitBytes: undefined,
+  drainTimeoutMs: 25_000,
+});
+
+const WHAT = "resolve config";
+
+/**
+ * Applies defaults and validates. Counts and durations are positive integers or `Infinity`;
+ * anything else (0, negatives, NaN, fractions, strings, null) throws a `RangeError` naming
+ * the field and the value. The request timeout must be strictly below the drain window
+ * unless it is disabled (`Infinity`).
+ *
+ * @example Defaults
+ * ```ts
+ * import { resolveConfig } from "serve-hygiene";
+ * const config = resolveConfig({ concurrencyLimit: 64 });
+ * console.assert(config.requestTimeoutMs === 20_000);
+ * console.assert(config.bodyLimitBytes === undefined);
+ * ```
+ */
+export function resolveConfig(config?: ServeHygieneConfig): ResolvedConfig {
+  const c = _options(WHAT, config);
+  const field = <K extends keyof ResolvedConfig>(name: K): number | undefined => {
+    const value = c[name];
+    return value === undefined ? DEFAULT_CONFIG[name] : _positiveIntOrInfinity(WHAT, name, value);
+  };
+  const resolved: ResolvedConfig = {
+    maxConnections: field("maxConnections")!,
+    concurrencyLimit: field("concurrencyLimit")!,
+    requestTimeoutMs: field("requestTimeoutMs")!,
+    bodyLimitBytes: field("bodyLimitBytes"),
+    drainTimeoutMs: field("drainTimeoutMs")!,
+  };
+  if (resolved.requestTimeoutMs !== Infinity && resolved.requestTimeoutMs >= resolved.drainTimeoutMs) {
+    throw new RangeError(
+      `Cannot ${WHAT} as "requestTimeoutMs" must be below "drainTimeoutMs": ` +
+        `current values are ${resolved.requestTimeoutMs} and ${resolved.drainTimeoutMs} ` +
+        `(lengthen the drain window, shorten the request timeout, or disable it with Infinity)`,
+    );
+  }
+  return Object.freeze(resolved);
+}

@@ -1,0 +1,41 @@
+import type { Clock } from "./clock.ts";
+
+/** The OS stop signals the core reacts to. */
+export type ShutdownSignal = "SIGTERM" | "SIGINT";
+
+/** One structured log line. */
+export interface LogRecord {
+  level: "debug" | "info" | "warn" | "error";
+  msg: string;
+  [field: string]: unknown;
+}
+
+/** Where the core writes the few lines it has to say (failed signal installs, failing cleanups). */
+export type Logger = (record: LogRecord) => void;
+
+/** The default logger: one JSON line per record on the console. */
+export const consoleLogger: Logger = (record) => {
+  const line = JSON.stringify(record, (_k, v) => (v instanceof Error ? { name: v.name, message: v.message } : v));
+  if (record.level === "error" || record.level === "warn") console.error(line);
+  else console.log(line);
+};
+
+/**
+ * What the runtime gives the process, supplied by an adapter. A serverless handler has no
+ * Host at all, and the core works without one.
+ */
+export interface Host {
+  /** Monotonic time and timers; timers may be unref'd so samplers never hold the process open. */
+  readonly clock: Clock;
+  /** Resident set size in bytes, or undefined where the runtime cannot tell. Read on a timer, never per request. */
+  rss(): number | undefined;
+  /**
+   * Installs `listener` for SIGTERM and Ctrl-C (SIGINT). A signal whose install fails is
+   * logged and simply never fires; the call itself never throws. Returns an uninstaller.
+   */
+  onShutdownSignal(listener: (signal: ShutdownSignal) => void): () => void;
+  /** Event-loop delay in milliseconds where the runtime measures it natively and trustworthily. */
+  eventLoopDelay?(): number | undefined;
+  /** Where the core logs. @default consoleLogger */
+  readonly log?: Logger;
+}

@@ -1,0 +1,34 @@
+import type { Logger, ShutdownSignal } from "./host.ts";
+
+/** The stop signals a Host listens for, in install order. */
+export const SHUTDOWN_SIGNALS: readonly ShutdownSignal[] = Object.freeze(["SIGTERM", "SIGINT"]);
+
+/** How a runtime adds and removes one signal listener; supplied by an adapter. */
+export interface SignalApi {
+  add(signal: ShutdownSignal, handler: () => void): void;
+  remove(signal: ShutdownSignal, handler: () => void): void;
+}
+
+/**
+ * Installs `listener` for every {@linkcode SHUTDOWN_SIGNALS} entry through `api`. A signal
+ * whose install throws is logged and skipped — it never fires a shutdown and never
+ * crashes the caller; when every install fails the process simply runs until killed.
+ * Returns an uninstaller for the ones that took.
+ */
+export function installShutdownSignals(
+  api: SignalApi,
+  listener: (signal: ShutdownSignal) => void,
+  log: Logger,
+): () => void {
+  const removers: (() => void)[] = [];
+  for (const signal of SHUTDOWN_SIGNALS) {
+    const handler = () => listener(signal);
+    try {
+      api.add(signal, handler);
+      removers.push(() => api.remove(signal, handler));
+    } catch (error) {
+      log({ level: "error", msg: "signal handler install failed", signal, error });
+    }
+  }
+  return () => removers.splice(0).forEach((remove) => remove());
+}

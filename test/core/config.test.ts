@@ -1,0 +1,70 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { DEFAULT_CONFIG, resolveConfig } from "../../src/core/config.ts";
+
+const FIELDS = ["maxConnections", "concurrencyLimit", "requestTimeoutMs", "bodyLimitBytes", "drainTimeoutMs"] as const;
+
+describe("config", () => {
+  test("config: defaults are 20 s request timeout, 25 s drain, no service-wide body cap", () => {
+    const c = resolveConfig();
+    assert.equal(c.requestTimeoutMs, 20_000);
+    assert.equal(c.drainTimeoutMs, 25_000);
+    assert.equal(c.bodyLimitBytes, undefined);
+    assert.equal(c.concurrencyLimit, 1024);
+    assert.equal(c.maxConnections, 4096);
+    assert.deepEqual(resolveConfig({}), c);
+    assert.deepEqual(c, DEFAULT_CONFIG);
+  });
+
+  test("config: given values win and the result is frozen", () => {
+    const c = resolveConfig({ concurrencyLimit: 8, bodyLimitBytes: 1024, requestTimeoutMs: 1000, drainTimeoutMs: 2000 });
+    assert.equal(c.concurrencyLimit, 8);
+    assert.equal(c.bodyLimitBytes, 1024);
+    assert.ok(Object.isFrozen(c));
+  });
+
+  test("config: Infinity means uncapped and never throws", () => {
+    const c = resolveConfig({
+      maxConnections: Infinity,
+      concurrencyLimit: Infinity,
+      bodyLimitBytes: Infinity,
+      drainTimeoutMs: Infinity,
+    });
+    assert.equal(c.maxConnections, Infinity);
+    assert.equal(c.concurrencyLimit, Infinity);
+  });
+
+  for (const field of FIELDS) {
+    for (const bad of [0, -1, NaN, 1.5, "10", null, -Infinity, 2 ** 60, true]) {
+      test(`config: ${field} = ${String(bad)} throws a RangeError naming the field and the value`, () => {
+        assert.throws(
+          () => resolveConfig({ [field]: bad } as never),
+          (error: unknown) => {
+            assert.ok(error instanceof RangeError);
+            assert.match(error.message, new RegExp(`^Cannot resolve config as "${field}" must be a positive integer or Infinity: current value is `));
+            const shown = typeof bad === "string" ? `"${bad}"` : String(bad);
+            assert.ok(error.message.endsWith(`current value is ${shown}`), error.message);
+            return true;
+          },
+        );
+      });
+    }
+  }
+
+  test("config: the request timeout must be strictly below the drain window", () => {
+    assert.throws(() => resolveConfig({ requestTimeoutMs: 25_000 }), /"requestTimeoutMs" must be below "drainTimeoutMs": current values are 25000 and 25000/);
+    assert.throws(() => resolveConfig({ drainTimeoutMs: 10_000 }), /current values are 20000 and 10000/);
+    assert.equal(resolveConfig({ requestTimeoutMs: 24_999 }).requestTimeoutMs, 24_999);
+  });
+
+  test("config: a disabled request timeout (Infinity) lifts the ordering rule", () => {
+    const c = resolveConfig({ requestTimeoutMs: Infinity, drainTimeoutMs: 1000 });
+    assert.equal(c.requestTimeoutMs, Infinity);
+    assert.equal(c.drainTimeoutMs, 1000);
+  });
+
+  test("config: a non-object config throws a TypeError", () => {
+    assert.throws(() => resolveConfig(42 as never), TypeError);
+    assert.throws(() => resolveConfig(null as never), TypeError);
+  });
+});

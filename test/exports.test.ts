@@ -1,0 +1,44 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+const root = new URL("../", import.meta.url);
+const read = (name: string) => JSON.parse(readFileSync(new URL(name, root), "utf8"));
+
+type NpmExport = { types: string; default: string };
+
+describe("export maps", () => {
+  const pkg = read("package.json") as { name: string; type: string; exports: Record<string, NpmExport>; files: string[] };
+  const deno = read("deno.json") as { exports: Record<string, string> };
+
+  test("export maps: package.json and deno.json name the same subpaths", () => {
+    assert.deepEqual(Object.keys(pkg.exports).sort(), Object.keys(deno.exports).sort());
+    for (const key of [".", "./bun", "./deno", "./node"]) assert.ok(key in pkg.exports, key);
+  });
+
+  test("export maps: each npm entry points at the compiled twin of the Deno source, types first", () => {
+    for (const [key, source] of Object.entries(deno.exports)) {
+      assert.match(source, /^\.\/src\/.+\.ts$/, key);
+      const stem = source.replace(/^\.\/src\//, "./dist/").replace(/\.ts$/, "");
+      const entry = pkg.exports[key]!;
+      assert.deepEqual(Object.keys(entry), ["types", "default"], `${key}: types must come first`);
+      assert.equal(entry.types, `${stem}.d.ts`, key);
+      assert.equal(entry.default, `${stem}.js`, key);
+      assert.ok(existsSync(fileURLToPath(new URL(source, root))), `${source} exists`);
+    }
+  });
+
+  test("export maps: the package is ESM, named serve-hygiene, and ships dist only", () => {
+    assert.equal(pkg.name, "serve-hygiene");
+    assert.equal(pkg.type, "module");
+    assert.deepEqual(pkg.files, ["dist"]);
+  });
+
+  test("export maps: every exported module loads on this runtime", async () => {
+    for (const [key, source] of Object.entries(deno.exports)) {
+      const mod = await import(new URL(source, root).href);
+      assert.ok(Object.keys(mod).length > 0, `${key} exports something`);
+    }
+  });
+});
