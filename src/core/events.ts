@@ -1,0 +1,55 @@
+// What the core reports. It never bundles an exporter: hooks and sinks subscribe here, and
+// the Prometheus binding lives in its own module. No event carries a client key.
+
+/** The gate that refused a request, outermost first (DESIGN.md's request path). */
+export type DenyLayer =
+  | "draining"
+  | "memory"
+  | "load"
+  | "rate"
+  | "peer"
+  | "concurrency"
+  | "body"
+  | "timeout"
+  | "framing";
+
+/** The audit record of one refusal. */
+export interface DenyEvent {
+  readonly type: "deny";
+  readonly layer: DenyLayer;
+  /** Why, within the layer: "shed", "busy", "over-cap", "malformed-length", "limiter-error", … */
+  readonly reason: string;
+  /** The HTTP status the client got. */
+  readonly status: number;
+  /** The Retry-After hint, where one was sent. */
+  readonly retryAfterMs?: number;
+  /** For rate limits: the scope that refused first (coarsest), e.g. "global", "tenant". */
+  readonly scope?: string;
+  /** For rate limits: the limiter's class, e.g. "ip", "auth". */
+  readonly limiterClass?: string;
+}
+
+/** A request that reached its handler, once its handler settled. */
+export interface RequestEvent {
+  readonly type: "request";
+  readonly status: number;
+  readonly durationMs: number;
+  /** "ok" when the handler answered, "error" when it threw (500), "timeout" when 408 was sent. */
+  readonly outcome: "ok" | "error" | "timeout";
+}
+
+/** A regulator's own state was broken; it failed open or closed as documented. */
+export interface FaultEvent {
+  readonly type: "fault";
+  /** Which regulator, e.g. "rate-limiter", "load-monitor", "cleanup". */
+  readonly source: string;
+  readonly error: unknown;
+  /** What the regulator did about it: "closed" (denied) or "open" (allowed). */
+  readonly failed: "open" | "closed";
+}
+
+/** Every event the core emits. */
+export type HygieneEvent = DenyEvent | RequestEvent | FaultEvent;
+
+/** Receives the core's events. Must not throw; a sink that throws is ignored for that event. */
+export type EventSink = (event: HygieneEvent) => void;
