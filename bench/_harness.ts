@@ -31,6 +31,24 @@ export function measure(cases: BenchCase[], { ops = 1_000_000, runs = 5 } = {}):
   return results;
 }
 
+/** Like {@linkcode measure} for asynchronous operations: `run(n)` awaits n operations in turn. */
+export async function measureAsync(
+  cases: { name: string; run(n: number): Promise<unknown> }[],
+  { ops = 200_000, runs = 5 } = {},
+): Promise<BenchResult[]> {
+  for (const c of cases) sink = await c.run(Math.min(ops, 50_000));
+  const results = cases.map((c) => ({ name: c.name, nsPerOp: 0, runs: [] as number[] }));
+  for (let r = 0; r < runs; r++) {
+    for (const [i, c] of cases.entries()) {
+      const t0 = performance.now();
+      sink = await c.run(ops);
+      results[i]!.runs.push(((performance.now() - t0) * 1e6) / ops);
+    }
+  }
+  for (const res of results) res.nsPerOp = median(res.runs);
+  return results;
+}
+
 export function median(values: number[]): number {
   const s = [...values].sort((a, b) => a - b);
   const mid = s.length >> 1;
@@ -45,8 +63,8 @@ export function report(title: string, results: BenchResult[], baseline?: string)
   const base = results.find((r) => r.name === baseline);
   console.log(`\n${title} — ${runtimeName()} (median of ${results[0]?.runs.length} runs)`);
   for (const r of results) {
-    const ratio = base ? `  ${(r.nsPerOp / base.nsPerOp).toFixed(2)}× ${base.name}` : "";
-    console.log(`  ${r.name.padEnd(36)} ${r.nsPerOp.toFixed(1).padStart(8)} ns/op${ratio}`);
+    const ratio = base ? `  ${(r.nsPerOp / base.nsPerOp).toFixed(2)}× the time of ${base.name} (rate ${(base.nsPerOp / r.nsPerOp).toFixed(2)})` : "";
+    console.log(`  ${r.name.padEnd(44)} ${r.nsPerOp.toFixed(1).padStart(8)} ns/op${ratio}`);
   }
   void sink;
 }

@@ -22,15 +22,27 @@ export interface DeadlineWheelOptions {
   clock?: Clock;
 }
 
-interface _Entry {
-  fn: () => void;
-  slot: Set<_Entry> | undefined;
+// The entry is its own cancel handle: one allocation per deadline.
+class _Entry implements TimerHandle {
+  constructor(
+    readonly fn: () => void,
+    public slot: Set<_Entry> | undefined,
+    readonly onCancel: () => void,
+  ) {}
+
+  cancel(): void {
+    if (this.slot === undefined) return;
+    this.slot.delete(this);
+    this.slot = undefined;
+    this.onCancel();
+  }
 }
 
 /**
  * One shared, unref'd interval timer holding every request's deadline in slots of
- * `resolutionMs`, instead of a timer per request. The interval runs only while a deadline
- * is pending, so an idle process (or a serverless isolate) holds no timer.
+ * `resolutionMs`, instead of a timer per request. The interval runs only while deadlines
+ * are pending (and for at most one tick after the last one ends), so an idle process — or
+ * a serverless isolate — holds no timer.
  *
  * @example
  * ```ts
@@ -51,6 +63,9 @@ export function createDeadlineWheel(options?: DeadlineWheelOptions): Deadlines {
   let pending = 0;
   let ticker: TimerHandle | undefined;
   let swept = -1; // the last slot index already fired
+  // The ticker stops at its next tick if nothing is pending by then: stopping it on the
+  // last cancel would start and stop an interval for every request of a quiet server.
+  const onCancel = () => void pending--;
 
   const tick = () => {
     const current = Math.floor(clock.now() / resolution);
@@ -68,6 +83,7 @@ export function createDeadlineWheel(options?: DeadlineWheelOptions): Deadlines {
     if (pending === 0 && ticker !== undefined) {
       ticker.cancel();
       ticker = undefined;
+      slots.clear();
     }
   };
 
@@ -82,21 +98,10 @@ export function createDeadlineWheel(options?: DeadlineWheelOptions): Deadlines {
       const index = Math.max(Math.ceil((now + delayMs) / resolution), swept + 1);
       let slot = slots.get(index);
       if (slot === undefined) slots.set(index, (slot = new Set()));
-      const entry: _Entry = { fn, slot };
+      const entry = new _Entry(fn, slot, onCancel);
       slot.add(entry);
       pending++;
-      return {
-        cancel() {
-          if (entry.slot === undefined) return;
-          entry.slot.delete(entry);
-          entry.slot = undefined;
-          if (--pending === 0 && ticker !== undefined) {
-            ticker.cancel();
-            ticker = undefined;
-            slots.clear();
-          }
-        },
-      };
+      return entry;
     },
     get pending() {
       return pending;

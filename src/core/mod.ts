@@ -1,18 +1,27 @@
 // The runtime-agnostic core. Re-exports only.
 export * from "./body_limit.ts";
 export * from "./bounded_map.ts";
+export * from "./cleanup_registry.ts";
 export * from "./clock.ts";
 export * from "./concurrency_limit.ts";
 export * from "./config.ts";
 export * from "./deadline_wheel.ts";
+export * from "./drain.ts";
 export { HygieneError, isHygieneError } from "./errors.ts";
 export * from "./events.ts";
+export * from "./exit_code.ts";
+export * from "./guard.ts";
 export * from "./host.ts";
+export * from "./lifecycle_config.ts";
 export * from "./load_monitor.ts";
 export * from "./manual_clock.ts";
 export * from "./memory_ceiling.ts";
+export * from "./readiness.ts";
+export type { GuardedInfo, RequestContext } from "./request_context.ts";
 export * from "./responses.ts";
 export * from "./ring.ts";
+export * from "./serve_error.ts";
 export * from "./server.ts";
+export * from "./shutdown_controller.ts";
 export * from "./signals.ts";
 export * from "./size_gauge.ts";

@@ -24,6 +24,8 @@ describe("deadline wheel", () => {
     assert.equal(wheel.pending, 1000);
     for (const h of handles) h.cancel();
     assert.equal(wheel.pending, 0);
+    assert.equal(clock.pendingTimers, 1, "kept until its next tick, so quiet traffic does not churn timers");
+    clock.advance(10);
     assert.equal(clock.pendingTimers, 0, "an idle wheel holds no timer");
   });
 

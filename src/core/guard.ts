@@ -1,0 +1,243 @@
+import { declaredLength, isBodyTooLargeError, limitBody } from "./body_limit.ts";
+import { createCleanupRegistry } from "./cleanup_registry.ts";
+import type { Clock } from "./clock.ts";
+import { systemClock } from "./clock.ts";
+import { type ConcurrencyLimit, createConcurrencyLimit, type Permit } from "./concurrency_limit.ts";
+import { resolveConfig, type ResolvedConfig, type ServeHygieneConfig } from "./config.ts";
+import { createDeadlineWheel, createTimerDeadlines } from "./deadline_wheel.ts";
+import type { DenyEvent, DenyLayer, EventSink } from "./events.ts";
+import { _emit } from "./_emit.ts";
+import { consoleLogger, type Host, type Logger } from "./host.ts";
+import { createLoadMonitor, type LoadMonitor, type LoadMonitorOptions } from "./load_monitor.ts";
+import { createMemoryCeiling, type MemoryCeiling } from "./memory_ceiling.ts";
+import { _Context, type _ContextHost, type GuardedInfo } from "./request_context.ts";
+import { denyResponse } from "./responses.ts";
+import type { PeerAddress } from "./server.ts";
+import { _nonNegativeInt, _options, _positiveIntOrInfinity } from "./_validate.ts";
+
+/** Options of {@linkcode createGuard}: the service config plus the gates' own settings. */
+export interface GuardOptions extends ServeHygieneConfig {
+  /** Gate 6: how long a request may wait for a permit (LIFO) before 503. @default 0 */
+  shedWaitMs?: number;
+  /** Gate 2: shed while RSS is above `ceilingBytes`. Off unless set, and off without a Host RSS reader. */
+  memory?: { ceilingBytes: number; intervalMs?: number; resumeBelowBytes?: number };
+  /** Gate 3: the event-loop load monitor. @default on when a Host is given, off without one */
+  loadMonitor?: boolean | LoadMonitorOptions;
+  /** Gate 1: once this signal aborts (the shutdown controller's), new requests get 503 + `Connection: close`. */
+  shutdown?: { readonly signal: AbortSignal };
+  /** How deadlines are timed: one shared coarse wheel, or a timer per request. @default "wheel" */
+  deadlines?: "wheel" | "timers";
+  /** The audit hook: every refusal, with its layer and reason. */
+  onDeny?: (event: DenyEvent) => void;
+  /** A handler's error (the client only ever sees a generic 500). @default logged */
+  onError?: (error: unknown, request: Request) => void;
+  /** The metrics sink: deny, request and fault events. */
+  onEvent?: EventSink;
+  /** @default the Host's clock, else systemClock */
+  clock?: Clock;
+  /** @default the Host's logger, else consoleLogger */
+  log?: Logger;
+}
+
+/** What an adapter passes along with each request. */
+export interface ServeInfo {
+  readonly peer?: PeerAddress;
+}
+
+/** A Web fetch handler running behind the guard. */
+export type GuardedHandler = (request: Request, info: GuardedInfo) => Response | Promise<Response>;
+
+/** The work the drain waits on (see `runUntilDrained`). */
+export interface GuardWork {
+  readonly inFlight: number;
+  idle(): Promise<void>;
+  /** Abandons every in-flight request: signals fire, cleanups run. */
+  abortAll(reason: unknown): void;
+}
+
+/** The composed request path. */
+export interface Guard {
+  readonly config: ResolvedConfig;
+  /** Wraps a handler into a Web fetch handler `(request, info?) => Promise<Response>`. */
+  wrap(handler: GuardedHandler): (request: Request, info?: ServeInfo) => Promise<Response>;
+  /** Handlers running now (permits held), stragglers included. */
+  readonly inFlight: number;
+  /** Requests already answered 408 whose handlers have not settled yet. */
+  readonly stragglers: number;
+  readonly concurrency: ConcurrencyLimit;
+  readonly memory: MemoryCeiling | undefined;
+  readonly load: LoadMonitor | undefined;
+  readonly work: GuardWork;
+  /** Stops the samplers and probes. */
+  dispose(): void;
+}
+
+const TIMEOUT = () => new DOMException("The request deadline passed", "TimeoutError");
+
+/**
+ * Composes the request path of DESIGN.md, cheapest refusal first: draining, memory ceiling,
+ * load monitor, concurrency limit, framing and body cap, deadline, then the handler. A
+ * permit is held until the handler's promise settles, so the in-flight count is true work.
+ *
+ * @example
+ * ```ts
+ * import { createGuard } from "serve-hygiene";
+ * const guard = createGuard({ concurrencyLimit: 64, requestTimeoutMs: 5_000 });
+ * const fetch = guard.wrap(() => new Response("hello"));
+ * const res = await fetch(new Request("http://localhost/"));
+ * console.assert(res.status === 200);
+ * guard.dispose();
+ * ```
+ */
+export function createGuard(options?: GuardOptions, host?: Host): Guard {
+  const what = "create guard";
+  const o = _options(what, options);
+  const config = resolveConfig(o);
+  const clock = o.clock ?? host?.clock ?? systemClock;
+  const log = o.log ?? host?.log ?? consoleLogger;
+  const sinks = [o.onEvent, o.onDeny === undefined ? undefined : (e: { type: string }) => e.type === "deny" && o.onDeny!(e as DenyEvent)];
+  const reporting = o.onEvent !== undefined || o.onDeny !== undefined;
+  const onError = o.onError ?? ((error: unknown) => log({ level: "error", msg: "handler failed", error }));
+  const concurrency = createConcurrencyLimit({
+    limit: config.concurrencyLimit,
+    shedWaitMs: _nonNegativeInt(what, "shedWaitMs", o.shedWaitMs ?? 0),
+    clock,
+  });
+  const memory = o.memory === undefined ? undefined : createMemoryCeiling({ ...o.memory, rss: host?.rss, clock, onEvent: o.onEvent });
+  const loadOption = o.loadMonitor ?? host !== undefined;
+  const load = loadOption === false ? undefined : createLoadMonitor({ ...(loadOption === true ? {} : loadOption), clock });
+  load?.start();
+  const deadlines = o.deadlines === "timers" ? createTimerDeadlines(clock) : createDeadlineWheel({ clock });
+  const shutdown = o.shutdown?.signal;
+  const live = new Set<_Context>();
+  let stragglers = 0;
+
+  const deny = (layer: DenyLayer, reason: string, status: number, retryAfterMs?: number, close?: boolean) => {
+    if (reporting) _emit(sinks, { type: "deny", layer, reason, status, retryAfterMs });
+    return denyResponse(status, { retryAfterMs, close });
+  };
+
+  const contextHost: _ContextHost = {
+    schedule: (ms, fn, now) => deadlines.schedule(ms, fn, now),
+    now: () => clock.now(),
+    validateTimeout: (ms) => _positiveIntOrInfinity("set the request timeout", "timeoutMs", ms),
+    onDeadline(ctx) {
+      if (ctx.settled) return;
+      ctx.abandon(TIMEOUT());
+      if (ctx.answer(deny("timeout", "deadline", 408))) {
+        ctx.straggling = true;
+        stragglers++;
+      }
+    },
+    onAbandon: (ctx, cleanup) => (ctx.cleanups ??= createCleanupRegistry(log)).add(cleanup),
+    abandonCleanups: (ctx, reason) => ctx.cleanups?.abandon(reason),
+  };
+
+  const report = (ctx: _Context, status: number, outcome: "ok" | "error") => {
+    if (o.onEvent === undefined) return;
+    const timedOut = ctx.straggling;
+    _emit([o.onEvent], {
+      type: "request",
+      status: timedOut ? 408 : status,
+      durationMs: clock.now() - ctx.startedAt,
+      outcome: timedOut ? "timeout" : outcome,
+    });
+  };
+
+  const run = (handler: GuardedHandler, request: Request, info: ServeInfo | undefined, permit: Permit, now: number) => {
+    const declared = request.headers.has("content-length") ? declaredLength(request.headers) : undefined;
+    if (declared?.kind === "malformed") {
+      permit.release();
+      return Promise.resolve(deny("framing", "malformed-length", 400));
+    }
+    const ctx = new _Context(contextHost, request, now, config.requestTimeoutMs, config.bodyLimitBytes, undefined);
+    let req = request;
+    if (request.body !== null) {
+      const body = limitBody(request.body, { limit: () => ctx.bodyLimitBytes, declared, onOverflow: () => (ctx.overflowed = true) });
+      req = new Request(request, { body, duplex: "half" } as RequestInit);
+    }
+    live.add(ctx);
+    return new Promise<Response>((resolve) => {
+      ctx.resolve = resolve;
+      // The permit is released when the handler settles — not when a 408 went out.
+      const settle = () => {
+        if (ctx.straggling) stragglers--;
+        ctx.finish();
+        live.delete(ctx);
+        permit.release();
+      };
+      if (config.requestTimeoutMs !== Infinity) ctx.arm(now);
+      let result: Response | Promise<Response>;
+      try {
+        result = handler(req, { peer: info?.peer, context: ctx });
+      } catch (error) {
+        result = Promise.reject(error);
+      }
+      Promise.resolve(result).then(
+        (res) => {
+          settle();
+          if (ctx.overflowed) {
+            if (res instanceof Response) res.body?.cancel().catch(() => {});
+            ctx.answer(deny("body", "over-cap", 413));
+          } else if (res instanceof Response) ctx.answer(res);
+          else {
+            onError(new TypeError("The handler did not return a Response"), request);
+            ctx.answer(denyResponse(500));
+          }
+          report(ctx, res instanceof Response ? res.status : 500, "ok");
+        },
+        (error: unknown) => {
+          settle();
+          if (ctx.overflowed || isBodyTooLargeError(error)) ctx.answer(deny("body", "over-cap", 413));
+          else {
+            // After a 408 the failure is the expected reaction to the aborted signal.
+            if (ctx.abandonedBy === undefined) onError(error, request);
+            ctx.answer(denyResponse(500));
+          }
+          report(ctx, 500, "error");
+        },
+      );
+    });
+  };
+
+  const wrap = (handler: GuardedHandler) =>
+    function guarded(request: Request, info?: ServeInfo): Promise<Response> {
+      if (shutdown?.aborted) return Promise.resolve(deny("draining", "draining", 503, 1000, true));
+      if (memory?.shedding) return Promise.resolve(deny("memory", "over-ceiling", 503, 1000));
+      const now = clock.now();
+      if (load !== undefined && !load.admit(now)) return Promise.resolve(deny("load", "busy", 503, load.retryAfterMs));
+      const permit = concurrency.tryAcquire();
+      if (permit.ok) return run(handler, request, info, permit, now);
+      if (concurrency.shedWaitMs === 0) return Promise.resolve(deny("concurrency", "shed", 503, permit.retryAfterMs));
+      return concurrency.acquire(request.signal).then((p) =>
+        p.ok ? run(handler, request, info, p, now) : deny("concurrency", p.reason, 503, p.retryAfterMs)
+      );
+    };
+
+  return {
+    config,
+    wrap,
+    get inFlight() {
+      return concurrency.inFlight;
+    },
+    get stragglers() {
+      return stragglers;
+    },
+    concurrency,
+    memory,
+    load,
+    work: {
+      get inFlight() {
+        return concurrency.inFlight;
+      },
+      idle: () => concurrency.idle(),
+      abortAll(reason) {
+        for (const ctx of live) ctx.abandon(reason);
+      },
+    },
+    dispose() {
+      memory?.dispose();
+      load?.dispose();
+    },
+  };
+}

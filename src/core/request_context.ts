@@ -1,0 +1,149 @@
+import type { TimerHandle } from "./clock.ts";
+import type { CleanupRegistry } from "./cleanup_registry.ts";
+import type { PeerAddress } from "./server.ts";
+
+/**
+ * The per-request state route-level code may read and adjust. It lives from admission
+ * until the handler settles.
+ */
+export interface RequestContext {
+  /**
+   * The body cap in bytes for this request, read when the body is first read: set it before
+   * reading and it wins over the service-wide cap (innermost wins). Undefined = no cap.
+   */
+  bodyLimitBytes: number | undefined;
+  /**
+   * This request's deadline in ms, counted from its arrival. Setting it re-arms the
+   * deadline; `Infinity` disables it (SSE streams, long upstream hops).
+   */
+  timeoutMs: number;
+  /** Fires at the deadline, when the client disconnects, and on a forced drain. */
+  readonly signal: AbortSignal;
+  /** When the request arrived, on the guard's clock. */
+  readonly startedAt: number;
+  /** The client key the limiters used, when one was computed. */
+  readonly key: string | undefined;
+  /**
+   * Registers a cleanup that runs exactly once if the request is abandoned (client gone,
+   * deadline, forced drain) before its handler settles. Returns an unregister function.
+   */
+  onAbandon(cleanup: (reason: unknown) => void | Promise<void>): () => void;
+}
+
+/** What the handler behind a guard receives as its second argument. */
+export interface GuardedInfo {
+  /** The transport peer, as the adapter saw it. */
+  readonly peer: PeerAddress | undefined;
+  readonly context: RequestContext;
+}
+
+/** What the guard needs from its owner to run one context. */
+export interface _ContextHost {
+  schedule(delayMs: number, fn: () => void, now: number): TimerHandle;
+  now(): number;
+  validateTimeout(ms: number): number;
+  onDeadline(ctx: _Context): void;
+  onAbandon(ctx: _Context, cleanup: (reason: unknown) => void | Promise<void>): () => void;
+  abandonCleanups(ctx: _Context, reason: unknown): void;
+}
+
+const _clientGone = () => new DOMException("The client disconnected", "AbortError");
+
+/** The guard's implementation of {@linkcode RequestContext}; not exported from the package. */
+export class _Context implements RequestContext {
+  bodyLimitBytes: number | undefined;
+  readonly startedAt: number;
+  readonly key: string | undefined;
+  /** True once the body passed its cap: the answer becomes 413 whatever the handler says. */
+  overflowed = false;
+  /** True once the handler settled. */
+  settled = false;
+  abandonedBy: unknown = undefined;
+  /** True from a 408 until the handler settles. */
+  straggling = false;
+  /** Cleanups registered through onAbandon, created on first use. */
+  cleanups: CleanupRegistry | undefined = undefined;
+  /** Resolves the guard's answer; set by the guard. */
+  resolve: ((res: Response) => void) | undefined = undefined;
+  #answered = false;
+  readonly #host: _ContextHost;
+  readonly #request: Request;
+  #timeoutMs: number;
+  #deadline: TimerHandle | undefined;
+  #controller: AbortController | undefined;
+  #watching = false;
+
+  constructor(host: _ContextHost, request: Request, startedAt: number, timeoutMs: number, bodyLimit: number | undefined, key: string | undefined) {
+    this.#host = host;
+    this.#request = request;
+    this.startedAt = startedAt;
+    this.#timeoutMs = timeoutMs;
+    this.bodyLimitBytes = bodyLimit;
+    this.key = key;
+  }
+
+  get timeoutMs(): number {
+    return this.#timeoutMs;
+  }
+
+  set timeoutMs(ms: number) {
+    this.#timeoutMs = this.#host.validateTimeout(ms);
+    if (!this.settled && this.abandonedBy === undefined) this.arm();
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.abandonedBy !== undefined) this.#controller.abort(this.abandonedBy);
+      else this.watchClient();
+    }
+    return this.#controller.signal;
+  }
+
+  onAbandon(cleanup: (reason: unknown) => void | Promise<void>): () => void {
+    this.watchClient();
+    return this.#host.onAbandon(this, cleanup);
+  }
+
+  /** (Re)schedules the deadline from the arrival time; `now` saves a clock read when the caller has one. */
+  arm(now: number = this.#host.now()): void {
+    this.#deadline?.cancel();
+    this.#deadline = undefined;
+    if (this.#timeoutMs === Infinity) return;
+    const left = this.startedAt + this.#timeoutMs - now;
+    this.#deadline = this.#host.schedule(Math.max(0, left), () => this.#host.onDeadline(this), now);
+  }
+
+  /** Listens for the client leaving, once, only when someone asked for the signal or a cleanup. */
+  watchClient(): void {
+    if (this.#watching || this.settled) return;
+    this.#watching = true;
+    const client = this.#request.signal;
+    if (client.aborted) this.abandon(client.reason ?? _clientGone());
+    else client.addEventListener("abort", () => this.abandon(client.reason ?? _clientGone()), { once: true });
+  }
+
+  /** The request is given up before its handler settled: fire the signal and the cleanups, once. */
+  abandon(reason: unknown): void {
+    if (this.settled || this.abandonedBy !== undefined) return;
+    this.abandonedBy = reason;
+    this.#deadline?.cancel();
+    this.#controller?.abort(reason);
+    this.#host.abandonCleanups(this, reason);
+  }
+
+  /** Answers the client, once; returns whether this call did. */
+  answer(res: Response): boolean {
+    if (this.#answered || this.resolve === undefined) return false;
+    this.#answered = true;
+    this.resolve(res);
+    return true;
+  }
+
+  /** The handler settled: later abandonment is a no-op. */
+  finish(): void {
+    this.settled = true;
+    this.#deadline?.cancel();
+    this.cleanups?.complete();
+  }
+}

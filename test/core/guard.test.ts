@@ -1,0 +1,452 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createGuard, type GuardOptions } from "../../src/core/guard.ts";
+import { createManualClock, type ManualClock } from "../../src/core/manual_clock.ts";
+import type { DenyEvent, HygieneEvent } from "../../src/core/events.ts";
+import type { RequestContext } from "../../src/core/request_context.ts";
+import { flushMicrotasks } from "../support/flush.ts";
+import { countingBody, post } from "../support/bodies.ts";
+
+const GET = (path = "/") => new Request(`http://localhost${path}`);
+
+function deferred<T = void>() {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
+  return { promise, resolve, reject };
+}
+
+function setup(options: GuardOptions = {}) {
+  const clock: ManualClock = createManualClock();
+  const denials: DenyEvent[] = [];
+  const events: HygieneEvent[] = [];
+  const errors: unknown[] = [];
+  const guard = createGuard({
+    clock,
+    onDeny: (e) => denials.push(e),
+    onEvent: (e) => events.push(e),
+    onError: (e) => errors.push(e),
+    ...options,
+  });
+  return { clock, guard, denials, events, errors };
+}
+
+describe("guard: concurrency", () => {
+  test("guard: N+k simultaneous requests → k immediate 503s with Retry-After, the N complete", async () => {
+    const { guard, denials } = setup({ concurrencyLimit: 3 });
+    const gate = deferred();
+    const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
+    const all = Array.from({ length: 5 }, () => fetch(GET()));
+    await flushMicrotasks();
+    assert.equal(guard.inFlight, 3);
+    const shed = await Promise.all(all.slice(3));
+    for (const res of shed) {
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get("retry-after"), "1");
+      assert.equal(await res.text(), "Service Unavailable");
+    }
+    gate.resolve();
+    for (const res of await Promise.all(all.slice(0, 3))) assert.equal(res.status, 200);
+    assert.equal(guard.inFlight, 0);
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason, d.status]), [["concurrency", "shed", 503], ["concurrency", "shed", 503]]);
+  });
+
+  test("guard: a permit is held until the handler's promise settles, not when a Response exists", async () => {
+    const { guard } = setup({ concurrencyLimit: 1 });
+    const gate = deferred();
+    const response = new Response("early");
+    const fetch = guard.wrap(() => gate.promise.then(() => response));
+    const pending = fetch(GET());
+    await flushMicrotasks();
+    assert.equal(guard.inFlight, 1);
+    assert.equal((await fetch(GET())).status, 503);
+    gate.resolve();
+    assert.equal(await pending, response);
+    assert.equal(guard.inFlight, 0);
+  });
+
+  test("guard: a sync throw and a rejection each answer a generic 500, go to onError, and free the permit", async () => {
+    const { guard, errors } = setup({ concurrencyLimit: 1 });
+    const boom = new Error("secret detail");
+    for (const handler of [() => { throw boom; }, () => Promise.reject(boom)]) {
+      const res = await guard.wrap(handler)(GET());
+      assert.equal(res.status, 500);
+      assert.equal(await res.text(), "Internal Server Error");
+      assert.equal(guard.inFlight, 0);
+    }
+    assert.deepEqual(errors, [boom, boom]);
+  });
+
+  test("guard: a shed wait lets a request take the next free permit, and sheds it when the wait runs out", async () => {
+    const { guard, clock } = setup({ concurrencyLimit: 1, shedWaitMs: 100 });
+    const gate = deferred();
+    const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
+    const first = fetch(GET());
+    const waiting = fetch(GET());
+    await flushMicrotasks();
+    gate.resolve();
+    assert.equal((await first).status, 200);
+    assert.equal((await waiting).status, 200);
+    const hold = deferred();
+    const slow = guard.wrap(async () => (await hold.promise, new Response("ok")));
+    const held = slow(GET());
+    const late = slow(GET());
+    await flushMicrotasks();
+    clock.advance(100);
+    assert.equal((await late).status, 503);
+    hold.resolve();
+    await held;
+    assert.equal(guard.inFlight, 0);
+  });
+});
+
+describe("guard: request timeout", () => {
+  test("guard: the deadline answers 408 and fires the handler's signal; an ignoring handler is a straggler holding its permit", async () => {
+    const { guard, clock, denials, events } = setup({ requestTimeoutMs: 1000, drainTimeoutMs: 2000 });
+    const gate = deferred();
+    let seen: RequestContext | undefined;
+    const fetch = guard.wrap(async (_req, { context }) => {
+      seen = context;
+      const signal = context.signal;
+      await gate.promise; // ignores the signal
+      assert.equal(signal.aborted, true);
+      return new Response("late");
+    });
+    const pending = fetch(GET());
+    await flushMicrotasks();
+    clock.advance(999);
+    assert.equal(seen!.signal.aborted, false);
+    clock.advance(20); // the wheel fires within one tick of the deadline
+    const res = await pending;
+    assert.equal(res.status, 408);
+    assert.equal(await res.text(), "Request Timeout");
+    assert.equal(seen!.signal.aborted, true);
+    assert.equal((seen!.signal.reason as DOMException).name, "TimeoutError");
+    assert.equal(guard.stragglers, 1);
+    assert.equal(guard.inFlight, 1, "the straggler keeps its permit");
+    gate.resolve();
+    await flushMicrotasks();
+    assert.equal(guard.stragglers, 0);
+    assert.equal(guard.inFlight, 0);
+    assert.deepEqual(denials.map((d) => d.layer), ["timeout"]);
+    assert.ok(events.some((e) => e.type === "request" && e.outcome === "timeout" && e.status === 408));
+  });
+
+  test("guard: a handler that honours its signal settles at the deadline and leaves nothing in flight", async () => {
+    const { guard, clock } = setup({ requestTimeoutMs: 50, drainTimeoutMs: 100 });
+    const fetch = guard.wrap((_req, { context }) =>
+      new Promise<Response>((_, reject) => context.signal.addEventListener("abort", () => reject(context.signal.reason)))
+    );
+    const pending = fetch(GET());
+    await flushMicrotasks();
+    clock.advance(60);
+    assert.equal((await pending).status, 408);
+    await flushMicrotasks();
+    assert.equal(guard.inFlight, 0);
+    assert.equal(guard.stragglers, 0);
+  });
+
+  test("guard: a route can disable its timeout (SSE) or change it", async () => {
+    const { guard, clock } = setup({ requestTimeoutMs: 1000, drainTimeoutMs: 2000 });
+    const gate = deferred();
+    const stream = guard.wrap(async (_req, { context }) => {
+      context.timeoutMs = Infinity;
+      await gate.promise;
+      return new Response("stream ended");
+    });
+    const sse = stream(GET("/events"));
+    await flushMicrotasks();
+    clock.advance(60_000);
+    gate.resolve();
+    assert.equal((await sse).status, 200);
+
+    const shorter = guard.wrap(async (_req, { context }) => {
+      context.timeoutMs = 100;
+      await new Promise(() => {});
+      return new Response("never");
+    });
+    const cut = shorter(GET("/work"));
+    await flushMicrotasks();
+    clock.advance(120);
+    assert.equal((await cut).status, 408);
+  });
+
+  test("guard: a zero route timeout is refused with a RangeError naming the field", async () => {
+    const { guard, errors } = setup();
+    const res = await guard.wrap((_r, { context }) => {
+      context.timeoutMs = 0;
+      return new Response("unreachable");
+    })(GET());
+    assert.equal(res.status, 500);
+    assert.match(String(errors[0]), /RangeError: Cannot set the request timeout as "timeoutMs" must be a positive integer or Infinity: current value is 0/);
+  });
+
+  test("guard: a client that disconnects fires the handler's signal; the permit is freed when it settles", async () => {
+    const { guard } = setup();
+    const client = new AbortController();
+    let reason: unknown;
+    const fetch = guard.wrap((_req, { context }) =>
+      new Promise<Response>((_, reject) =>
+        context.signal.addEventListener("abort", () => reject((reason = context.signal.reason)))
+      )
+    );
+    const pending = fetch(new Request("http://localhost/", { signal: client.signal }));
+    await flushMicrotasks();
+    assert.equal(guard.inFlight, 1);
+    client.abort();
+    await pending;
+    assert.equal(guard.inFlight, 0);
+    assert.ok(reason !== undefined);
+  });
+});
+
+describe("guard: body cap", () => {
+  const readers: [string, (r: Request) => Promise<unknown>][] = [
+    ["text", (r) => r.text()],
+    ["json", (r) => r.json()],
+    ["arrayBuffer", (r) => r.arrayBuffer()],
+    ["formData", (r) => r.formData()],
+    ["the raw stream", async (r) => { for await (const _ of r.body!) { /* drain */ } }],
+  ];
+
+  test("guard: a Content-Length over the cap → 413 before a byte is read", async () => {
+    const { guard, denials } = setup({ bodyLimitBytes: 10 });
+    const source = countingBody(10, 10);
+    const res = await guard.wrap(async (req) => (await req.text(), new Response("read")))(
+      post(source.stream, { "content-length": "100" }),
+    );
+    assert.equal(res.status, 413);
+    assert.equal(source.pulls, 0);
+    assert.equal(source.cancelled, true);
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason, d.status]), [["body", "over-cap", 413]]);
+  });
+
+  for (const bad of ["abc", "-1", "", "1e3", "99999999999999999999", "5, 6", " 12x"]) {
+    test(`guard: Content-Length ${JSON.stringify(bad)} → 400 and the handler never runs`, async () => {
+      const { guard } = setup({ bodyLimitBytes: 1000 });
+      let ran = false;
+      const res = await guard.wrap(() => ((ran = true), new Response("ran")))(post("hello", { "content-length": bad }));
+      assert.equal(res.status, 400);
+      assert.equal(ran, false);
+      assert.equal(guard.inFlight, 0);
+    });
+  }
+
+  test("guard: repeated identical Content-Length values are one length", async () => {
+    const { guard } = setup({ bodyLimitBytes: 1000 });
+    const res = await guard.wrap(async (req) => new Response(await req.text()))(post("hello", { "content-length": "5, 5" }));
+    assert.equal(res.status, 200);
+  });
+
+  for (const [how, read] of readers) {
+    test(`guard: a chunked body passing the cap → 413 when read via ${how}, and no more is read`, async () => {
+      const { guard } = setup({ bodyLimitBytes: 25 });
+      const source = countingBody(100, 10);
+      // A form content type, so formData() gets as far as reading the body on every runtime.
+      const form = { "content-type": "application/x-www-form-urlencoded" };
+      const res = await guard.wrap(async (req) => (await read(req), new Response("read")))(post(source.stream, form));
+      assert.equal(res.status, 413);
+      assert.ok(source.pulls <= 4, `pulled ${source.pulls} chunks`);
+      assert.equal(source.cancelled, true);
+      assert.equal(guard.inFlight, 0);
+    });
+  }
+
+  test("guard: a handler that catches the overflow and answers 400 still yields 413", async () => {
+    const { guard } = setup({ bodyLimitBytes: 5 });
+    const res = await guard.wrap(async (req) => {
+      try {
+        await req.json();
+        return new Response("parsed");
+      } catch {
+        return new Response("Malformed JSON", { status: 400 });
+      }
+    })(post(countingBody(10, 10).stream));
+    assert.equal(res.status, 413);
+  });
+
+  test("guard: Content-Length with Transfer-Encoding is ignored and the body is counted", async () => {
+    const { guard } = setup({ bodyLimitBytes: 15 });
+    const source = countingBody(3, 10);
+    const res = await guard.wrap(async (req) => (await req.text(), new Response("read")))(
+      post(source.stream, { "content-length": "1", "transfer-encoding": "chunked" }),
+    );
+    assert.equal(res.status, 413);
+    assert.equal(source.pulls, 2);
+  });
+
+  test("guard: a body exactly at the cap passes; the handler sees every byte", async () => {
+    const { guard } = setup({ bodyLimitBytes: 30 });
+    const res = await guard.wrap(async (req) => new Response(String((await req.arrayBuffer()).byteLength)))(
+      post(countingBody(3, 10).stream),
+    );
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), "30");
+  });
+
+  test("guard: a route-level cap wins over the service-wide one, larger or smaller", async () => {
+    const { guard } = setup({ bodyLimitBytes: 10 });
+    const upload = guard.wrap(async (req, { context }) => {
+      context.bodyLimitBytes = 100;
+      return new Response(String((await req.arrayBuffer()).byteLength));
+    });
+    const big = await upload(post(countingBody(5, 10).stream, { "content-length": "50" }));
+    assert.equal(big.status, 200);
+    assert.equal(await big.text(), "50");
+    const tight = guard.wrap(async (req, { context }) => {
+      context.bodyLimitBytes = 2;
+      return new Response(await req.text());
+    });
+    assert.equal((await tight(post("hello"))).status, 413);
+  });
+
+  test("guard: with no cap anywhere, bodies pass untouched", async () => {
+    const { guard } = setup();
+    const res = await guard.wrap(async (req) => new Response(await req.text()))(post("x".repeat(100_000)));
+    assert.equal((await res.text()).length, 100_000);
+  });
+});
+
+describe("guard: shedding gates", () => {
+  test("guard: after the shutdown signal, new requests get 503 with Connection: close and Retry-After", async () => {
+    const stop = new AbortController();
+    const { guard, denials } = setup({ shutdown: stop });
+    const fetch = guard.wrap(() => new Response("ok"));
+    assert.equal((await fetch(GET())).status, 200);
+    stop.abort();
+    const res = await fetch(GET());
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get("connection"), "close");
+    assert.ok(res.headers.get("retry-after"));
+    assert.deepEqual(denials.map((d) => d.layer), ["draining"]);
+  });
+
+  test("guard: above the memory ceiling new requests get 503 + Retry-After; admission resumes when RSS falls", async () => {
+    const clock = createManualClock();
+    let rss = 100;
+    const host = { clock, rss: () => rss, onShutdownSignal: () => () => {} };
+    const guard = createGuard({ memory: { ceilingBytes: 1000, intervalMs: 1000 }, loadMonitor: false }, host);
+    const fetch = guard.wrap(() => new Response("ok"));
+    assert.equal((await fetch(GET())).status, 200);
+    rss = 2000;
+    clock.advance(1000);
+    const res = await fetch(GET());
+    assert.equal(res.status, 503);
+    assert.ok(res.headers.get("retry-after"));
+    rss = 500;
+    clock.advance(1000);
+    assert.equal((await fetch(GET())).status, 200);
+    guard.dispose();
+  });
+
+  test("guard: with no RSS reader the memory ceiling is off", async () => {
+    const guard = createGuard({ memory: { ceilingBytes: 1 }, clock: createManualClock() });
+    assert.equal(guard.memory?.shedding, false);
+    assert.equal((await guard.wrap(() => new Response("ok"))(GET())).status, 200);
+  });
+
+  test("guard: while the load monitor is busy new requests get 503; admitted ones are untouched", async () => {
+    const { guard } = setup({ loadMonitor: { minAdmitShare: 0.01 } });
+    const gate = deferred();
+    const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
+    const admitted = fetch(GET());
+    await flushMicrotasks();
+    guard.load!.record(500);
+    assert.equal(guard.load!.busy, true);
+    const res = await fetch(GET());
+    assert.equal(res.status, 503);
+    assert.ok(res.headers.get("retry-after"));
+    gate.resolve();
+    assert.equal((await admitted).status, 200);
+    guard.dispose();
+  });
+
+  test("guard: without a Host the load monitor is off and leaves no timer behind", () => {
+    const clock = createManualClock();
+    const guard = createGuard({ clock });
+    assert.equal(guard.load, undefined);
+    assert.equal(clock.pendingTimers, 0);
+  });
+});
+
+describe("guard: events", () => {
+  test("guard: every admitted request reports its status and duration on the clock", async () => {
+    const { guard, clock, events } = setup();
+    const gate = deferred();
+    const pending = guard.wrap(async () => (await gate.promise, new Response("ok", { status: 201 })))(GET());
+    await flushMicrotasks();
+    clock.advance(7);
+    gate.resolve();
+    await pending;
+    assert.deepEqual(events.filter((e) => e.type === "request"), [{ type: "request", status: 201, durationMs: 7, outcome: "ok" }]);
+  });
+
+  test("guard: a throwing sink or deny hook never turns an answer into a crash", async () => {
+    const guard = createGuard({
+      concurrencyLimit: 1,
+      clock: createManualClock(),
+      onDeny: () => { throw new Error("broken hook"); },
+      onEvent: () => { throw new Error("broken sink"); },
+    });
+    const gate = deferred();
+    const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
+    const first = fetch(GET());
+    await flushMicrotasks();
+    assert.equal((await fetch(GET())).status, 503);
+    gate.resolve();
+    assert.equal((await first).status, 200);
+  });
+
+  test("guard: bad options throw a RangeError naming the field", () => {
+    assert.throws(() => createGuard({ concurrencyLimit: 0 }), /"concurrencyLimit" must be a positive integer or Infinity: current value is 0/);
+    assert.throws(() => createGuard({ shedWaitMs: -5 }), /"shedWaitMs" must be a non-negative integer: current value is -5/);
+  });
+});
+
+describe("guard: abandoned requests", () => {
+  test("guard: abandon cleanups run once on the deadline, never for a request that finished", async () => {
+    const { guard, clock } = setup({ requestTimeoutMs: 100, drainTimeoutMs: 200 });
+    const ran: string[] = [];
+    const quick = guard.wrap((_r, { context }) => {
+      context.onAbandon(() => void ran.push("quick"));
+      return new Response("ok");
+    });
+    assert.equal((await quick(GET())).status, 200);
+    const gate = deferred();
+    const slow = guard.wrap(async (_r, { context }) => {
+      context.onAbandon((reason) => void ran.push(`slow:${(reason as DOMException).name}`));
+      await gate.promise;
+      return new Response("late");
+    });
+    const pending = slow(GET());
+    await flushMicrotasks();
+    clock.advance(120);
+    assert.equal((await pending).status, 408);
+    gate.resolve();
+    await flushMicrotasks();
+    clock.advance(1000);
+    assert.deepEqual(ran, ["slow:TimeoutError"]);
+  });
+
+  test("guard: a forced drain (work.abortAll) fires every in-flight signal and cleanup; the drain then sees idle", async () => {
+    const { guard } = setup({ requestTimeoutMs: Infinity });
+    const ran: unknown[] = [];
+    const fetch = guard.wrap((_r, { context }) => {
+      context.onAbandon((reason) => void ran.push(reason));
+      return new Promise<Response>((_, reject) => context.signal.addEventListener("abort", () => reject(context.signal.reason)));
+    });
+    const a = fetch(GET());
+    const b = fetch(GET());
+    await flushMicrotasks();
+    assert.equal(guard.work.inFlight, 2);
+    let idle = false;
+    void guard.work.idle().then(() => (idle = true));
+    const reason = new DOMException("drain over", "AbortError");
+    guard.work.abortAll(reason);
+    await Promise.all([a, b]);
+    await flushMicrotasks();
+    assert.deepEqual(ran, [reason, reason]);
+    assert.equal(guard.work.inFlight, 0);
+    assert.equal(idle, true);
+  });
+});
