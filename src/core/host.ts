@@ -38,4 +38,6 @@ export interface Host {
   eventLoopDelay?(): number | undefined;
   /** Where the core logs. @default consoleLogger */
   readonly log?: Logger;
+  /** Ends the process with `code`, for hosts that own it (used only when asked to exit after the drain). */
+  exit?(code: number): void;
 }

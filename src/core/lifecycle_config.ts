@@ -55,7 +55,7 @@ function _below(a: string, av: number, b: string, bv: number, hint: string): voi
 export function validateLifecycle(options: LifecycleOptions): ResolvedLifecycle {
   const o = _options(WHAT, options);
   const requestTimeoutMs = _positiveIntOrInfinity(WHAT, "requestTimeoutMs", o.requestTimeoutMs);
-  const drainTimeoutMs = _positiveInt(WHAT, "drainTimeoutMs", o.drainTimeoutMs);
+  const drainTimeoutMs = _positiveIntOrInfinity(WHAT, "drainTimeoutMs", o.drainTimeoutMs);
   const preStopDelayMs = _nonNegativeInt(WHAT, "preStopDelayMs", o.preStopDelayMs ?? 0);
   const platformGraceMs = o.platformGraceMs === undefined
     ? undefined

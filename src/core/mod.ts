@@ -20,6 +20,7 @@ export * from "./readiness.ts";
 export type { GuardedInfo, RequestContext } from "./request_context.ts";
 export * from "./responses.ts";
 export * from "./ring.ts";
+export * from "./serve.ts";
 export * from "./serve_error.ts";
 export * from "./server.ts";
 export * from "./shutdown_controller.ts";

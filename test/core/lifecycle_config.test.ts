@@ -60,7 +60,10 @@ describe("lifecycle config", () => {
       name: "RangeError",
       message: 'Cannot validate lifecycle as "requestTimeoutMs" must be a positive integer or Infinity: current value is 0',
     });
-    assert.throws(() => validateLifecycle({ requestTimeoutMs: 1_000, drainTimeoutMs: Infinity }), /"drainTimeoutMs" must be a positive integer/);
+    assert.throws(() => validateLifecycle({ requestTimeoutMs: 1_000, drainTimeoutMs: 0 }), /"drainTimeoutMs" must be a positive integer or Infinity/);
+    // An endless drain is allowed, but never inside a platform's fixed grace.
+    assert.equal(validateLifecycle({ requestTimeoutMs: 1_000, drainTimeoutMs: Infinity }).drainTimeoutMs, Infinity);
+    assert.throws(() => validateLifecycle({ requestTimeoutMs: 1_000, drainTimeoutMs: Infinity, platformGraceMs: 10_000 }), /must fit inside "platformGraceMs"/);
     assert.throws(() => validateLifecycle({ requestTimeoutMs: 1_000, drainTimeoutMs: 2_000, preStopDelayMs: -1 }), RangeError);
     assert.throws(() => validateLifecycle({ requestTimeoutMs: 1_000, drainTimeoutMs: 2_000, platformGraceMs: 0 }), RangeError);
     assert.throws(() => validateLifecycle({ requestTimeoutMs: 1_000, drainTimeoutMs: 2_000, flushMarginMs: 1.5 }), RangeError);

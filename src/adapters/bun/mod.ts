@@ -3,3 +3,4 @@
  * @module
  */
 export * from "./host.ts";
+export * from "./serve.ts";

@@ -25,6 +25,7 @@ export function createDenoHost(options: DenoHostOptions = {}): Host {
     clock: createSystemClock({ unref: (id) => Deno.unrefTimer(id as number) }),
     log,
     rss: () => Deno.memoryUsage().rss,
+    exit: (code) => Deno.exit(code),
     onShutdownSignal: (listener) =>
       installShutdownSignals(
         {

@@ -3,3 +3,5 @@
  * @module
  */
 export * from "./host.ts";
+export * from "./serve.ts";
+export { listenNode, type NodeListenOptions } from "./server.ts";

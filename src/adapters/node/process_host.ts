@@ -16,6 +16,7 @@ export function createProcessHost(options: ProcessHostOptions = {}): Host {
     clock: createSystemClock(),
     log,
     rss: () => process.memoryUsage.rss(),
+    exit: (code) => process.exit(code),
     onShutdownSignal: (listener) =>
       installShutdownSignals(
         { add: (signal, handler) => process.on(signal, handler), remove: (signal, handler) => process.off(signal, handler) },

@@ -1,0 +1,66 @@
+import { type GuardedHandler, type Listen, type Logger, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { createBunHost, type BunHostOptions } from "./host.ts";
+
+/** Options of the Bun adapter's {@linkcode serve}. */
+export interface BunServeOptions extends ServeOptions, BunHostOptions {
+  /**
+   * Bun's own body ceiling (413 before the handler when Content-Length is over it). Keep it at
+   * or above the largest route cap: the guard enforces the real caps by counting.
+   * @default max(128 MiB, bodyLimitBytes)
+   */
+  maxRequestBodySize?: number;
+}
+
+const BUN_DEFAULT_MAX_BODY = 128 * 1024 * 1024;
+
+/** The Bun.serve binding: listens with the guarded fetch and exposes the core's Server. */
+export function listenBun(options: { maxRequestBodySize?: number; log: Logger }): Listen {
+  return (fetch, { port, hostname, config }) => {
+    const cap = config.bodyLimitBytes !== undefined && Number.isFinite(config.bodyLimitBytes) ? config.bodyLimitBytes : 0;
+    const server = Bun.serve({
+      port,
+      hostname,
+      maxRequestBodySize: options.maxRequestBodySize ?? Math.max(BUN_DEFAULT_MAX_BODY, cap),
+      fetch(request, srv) {
+        // Bun's idle timer would cut a request the guard admitted (RUNTIMES.md): the guard's
+        // own deadline bounds it instead.
+        srv.timeout(request, 0);
+        const ip = srv.requestIP(request);
+        return fetch(request, { peer: ip === null ? undefined : { address: ip.address, port: ip.port, family: ip.family === "IPv6" ? "IPv6" : "IPv4" } });
+      },
+      error(error) {
+        options.log({ level: "error", msg: "guarded handler failed", error });
+        return new Response("Internal Server Error", { status: 500, headers: { "content-type": "text/plain" } });
+      },
+    });
+    return {
+      address: { hostname: server.hostname ?? hostname, port: server.port ?? port },
+      // Bun refuses new connections at once, closes idle keep-alive, and resolves when in-flight is done.
+      stopAccepting: () => server.stop(),
+      closeAll: () => server.stop(true),
+      // A Bun server never ends on its own; it ends through the drain.
+      closed: new Promise<void>(() => {}),
+      peerAddress(request) {
+        const ip = server.requestIP(request);
+        return ip === null ? undefined : { address: ip.address, port: ip.port };
+      },
+    };
+  };
+}
+
+/**
+ * Serves a Web fetch handler on Bun.serve behind the guard, with SIGTERM/Ctrl-C wired to the
+ * two-phase drain.
+ *
+ * @example
+ * ```ts
+ * import { serve } from "serve-hygiene/bun";
+ * const handle = await serve(() => new Response("hello"), { port: 0 });
+ * console.assert((await fetch(`http://127.0.0.1:${handle.address.port}/`)).status === 200);
+ * await handle.shutdown("example done");
+ * ```
+ */
+export function serve(handler: GuardedHandler, options: BunServeOptions = {}): Promise<ServeHandle> {
+  const host = createBunHost(options);
+  return serveWith(host, listenBun({ maxRequestBodySize: options.maxRequestBodySize, log: options.log ?? host.log! }), handler, options);
+}

@@ -1,0 +1,55 @@
+import { type GuardedHandler, type Listen, type Logger, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { createDenoHost, type DenoHostOptions } from "./host.ts";
+
+/** Options of the Deno adapter's {@linkcode serve}. */
+export interface DenoServeOptions extends ServeOptions, DenoHostOptions {}
+
+/** The Deno.serve binding: listens with the guarded fetch and exposes the core's Server. */
+export function listenDeno(options: { log: Logger }): Listen {
+  return (fetch, { port, hostname }) => {
+    const server = Deno.serve({
+      port,
+      hostname,
+      onListen() {},
+      handler(request, info) {
+        const remote = info.remoteAddr;
+        return fetch(request, {
+          peer: { address: remote.hostname, port: remote.port, family: remote.hostname.includes(":") ? "IPv6" : "IPv4" },
+        });
+      },
+      onError(error) {
+        options.log({ level: "error", msg: "guarded handler failed", error });
+        return new Response("Internal Server Error", { status: 500, headers: { "content-type": "text/plain" } });
+      },
+    });
+    const addr = server.addr;
+    return {
+      address: { hostname: addr.hostname, port: addr.port },
+      // Refuses new connections, closes idle keep-alive, settles when in-flight is done.
+      stopAccepting: () => server.shutdown(),
+      // Deno cannot escalate a started shutdown (aborting its signal then crashes the
+      // process). The forced drain rests on the core: every in-flight request's signal has
+      // fired (abortAll) before this is called, and the process exits after the flush.
+      closeAll: () => {},
+      closed: server.finished,
+    };
+  };
+}
+
+/**
+ * Serves a Web fetch handler on Deno.serve behind the guard, with SIGTERM/Ctrl-C wired to
+ * the two-phase drain. Run with `deno.json`'s `"unstable": ["no-legacy-abort"]` so a
+ * request's signal means "the client left".
+ *
+ * @example
+ * ```ts
+ * import { serve } from "serve-hygiene/deno";
+ * const handle = await serve(() => new Response("hello"), { port: 0 });
+ * console.assert((await fetch(`http://127.0.0.1:${handle.address.port}/`)).status === 200);
+ * await handle.shutdown("example done");
+ * ```
+ */
+export function serve(handler: GuardedHandler, options: DenoServeOptions = {}): Promise<ServeHandle> {
+  const host = createDenoHost(options);
+  return serveWith(host, listenDeno({ log: options.log ?? host.log! }), handler, options);
+}

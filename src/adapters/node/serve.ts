@@ -1,0 +1,30 @@
+import { type GuardedHandler, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { createNodeHost, type NodeHostOptions } from "./host.ts";
+import { listenNode } from "./server.ts";
+
+/** Options of the node adapter's {@linkcode serve}. */
+export interface NodeServeOptions extends ServeOptions, NodeHostOptions {
+  /** Headers must arrive within this; node answers 408 otherwise. @default min(10000, requestTimeoutMs) */
+  headersTimeoutMs?: number;
+  /** Idle keep-alive sockets close after this. @default 5000 */
+  keepAliveTimeoutMs?: number;
+}
+
+/**
+ * Serves a Web fetch handler (a Hono app's `fetch`, say) on node:http behind the guard,
+ * with SIGTERM/Ctrl-C wired to the two-phase drain.
+ *
+ * @example
+ * ```ts
+ * import { serve } from "serve-hygiene/node";
+ * const handle = await serve(() => new Response("hello"), { port: 0, concurrencyLimit: 256 });
+ * const res = await fetch(`http://127.0.0.1:${handle.address.port}/`);
+ * console.assert(res.status === 200 && (await res.text()) === "hello");
+ * await handle.shutdown("example done");
+ * ```
+ */
+export function serve(handler: GuardedHandler, options: NodeServeOptions = {}): Promise<ServeHandle> {
+  const host = createNodeHost(options);
+  const log = options.log ?? host.log!;
+  return serveWith(host, listenNode({ headersTimeoutMs: options.headersTimeoutMs, keepAliveTimeoutMs: options.keepAliveTimeoutMs, log }), handler, options);
+}

@@ -1,0 +1,96 @@
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import type { Listen, Logger, Server } from "../../core/mod.ts";
+import { peerOf, toRequest, writeResponse } from "./translate.ts";
+
+/** Node-only transport settings of {@linkcode listenNode}. */
+export interface NodeListenOptions {
+  /**
+   * Headers must arrive within this (slowloris is cut with 408 by node itself).
+   * @default min(10000, requestTimeoutMs)
+   */
+  headersTimeoutMs?: number;
+  /** Idle keep-alive sockets close after this. @default 5000 */
+  keepAliveTimeoutMs?: number;
+  log: Logger;
+}
+
+// A client over the connection cap gets an HTTP answer it can act on, not a reset.
+const OVER_CAP = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n" +
+  "Content-Type: text/plain\r\nContent-Length: 19\r\n\r\nService Unavailable";
+
+/** The node:http binding: listens with the guarded fetch and exposes the core's Server. */
+export function listenNode(options: NodeListenOptions): Listen {
+  return (fetch, { port, hostname, config }) => {
+    const requestTimeout = config.requestTimeoutMs === Infinity ? 300_000 : config.requestTimeoutMs;
+    let draining = false;
+    let open = 0;
+    const http: HttpServer = createServer({
+      requestTimeout,
+      headersTimeout: Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout),
+      keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000,
+      // How often node checks the two timeouts above (its default, 30 s, lets slowloris linger).
+      connectionsCheckingInterval: 1_000,
+    }, (req: IncomingMessage, res: ServerResponse) => {
+      const client = new AbortController();
+      res.once("close", () => {
+        if (!res.writableFinished) client.abort(new DOMException("The client disconnected", "AbortError"));
+      });
+      let request: Request;
+      try {
+        request = toRequest(req, client.signal, `${hostname}:${port}`);
+      } catch {
+        res.writeHead(400, { "content-type": "text/plain", connection: "close" }).end("Bad Request");
+        return;
+      }
+      fetch(request, { peer: peerOf(req) }).then(
+        (response) => writeResponse(res, response, draining),
+        (error) => {
+          options.log({ level: "error", msg: "guarded handler failed", error });
+          if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" }).end("Internal Server Error");
+          else res.destroy();
+        },
+      );
+    });
+    http.on("connection", (socket: Socket) => {
+      if (open >= config.maxConnections) {
+        socket.end(OVER_CAP);
+        return;
+      }
+      open++;
+      socket.once("close", () => open--);
+    });
+    const closed = new Promise<void>((resolve, reject) => {
+      http.once("close", resolve);
+      http.on("error", reject);
+    });
+    closed.catch(() => {}); // observed by the drain; never an unhandled rejection here
+    return new Promise<Server>((resolve, reject) => {
+      http.once("error", reject);
+      http.listen(port, hostname, () => {
+        http.off("error", reject);
+        const address = http.address();
+        const bound = typeof address === "object" && address !== null ? address : { address: hostname, port };
+        resolve({
+          address: { hostname: bound.address, port: bound.port },
+          stopAccepting() {
+            draining = true;
+            return new Promise<void>((done) => {
+              // close() waits for keep-alive sockets; closing idle ones repeatedly lets it finish.
+              const sweep = setInterval(() => http.closeIdleConnections(), 50);
+              sweep.unref();
+              http.close(() => {
+                clearInterval(sweep);
+                done();
+              });
+              http.closeIdleConnections();
+            });
+          },
+          closeAll: () => http.closeAllConnections(),
+          closed,
+          connectionCount: () => open,
+        });
+      });
+    });
+  };
+}

@@ -1,0 +1,66 @@
+// IncomingMessage/ServerResponse <-> Request/Response, streaming both ways.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Readable } from "node:stream";
+import type { PeerAddress } from "../../core/mod.ts";
+
+/** The Web Request for a node request; `signal` should abort when the client goes away. */
+export function toRequest(req: IncomingMessage, signal: AbortSignal, defaultHost: string): Request {
+  const headers = new Headers();
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
+  const method = req.method ?? "GET";
+  const init: RequestInit & { duplex?: "half" } = { method, headers, signal };
+  if (method !== "GET" && method !== "HEAD") {
+    // Pull-based: node reads from the socket only as fast as the handler consumes.
+    init.body = Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>;
+    init.duplex = "half";
+  }
+  return new Request(`http://${req.headers.host ?? defaultHost}${req.url ?? "/"}`, init);
+}
+
+/** The transport peer of a node request. */
+export function peerOf(req: IncomingMessage): PeerAddress | undefined {
+  const s = req.socket;
+  if (s.remoteAddress === undefined) return undefined;
+  return { address: s.remoteAddress, port: s.remotePort, family: s.remoteFamily === "IPv6" ? "IPv6" : "IPv4" };
+}
+
+/**
+ * Writes `response` to `res`, honouring backpressure; stops reading the body when the
+ * client goes away. `close` adds `Connection: close` (draining).
+ */
+export async function writeResponse(res: ServerResponse, response: Response, close: boolean): Promise<void> {
+  const flat: string[] = [];
+  response.headers.forEach((value, key) => {
+    if (key !== "set-cookie") flat.push(key, value);
+  });
+  for (const cookie of response.headers.getSetCookie()) flat.push("set-cookie", cookie);
+  if (close) flat.push("connection", "close");
+  res.writeHead(response.status, response.statusText || undefined, flat);
+  const body = response.body;
+  if (body === null || res.req.method === "HEAD") {
+    void body?.cancel().catch(() => {});
+    res.end();
+    return;
+  }
+  const reader = body.getReader();
+  const gone = () => void reader.cancel().catch(() => {});
+  res.once("close", gone);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (!res.write(value)) await new Promise<void>((resolve) => {
+        res.once("drain", resolve);
+        res.once("close", resolve);
+      });
+      if (res.destroyed) return;
+    }
+    res.end();
+  } catch {
+    // The body stream failed mid-response: the only honest signal left is a cut connection.
+    res.destroy();
+  } finally {
+    res.off("close", gone);
+  }
+}

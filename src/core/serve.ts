@@ -1,0 +1,133 @@
+import type { ResolvedConfig } from "./config.ts";
+import { type DrainOutcome, runUntilDrained } from "./drain.ts";
+import { exitCodeFor } from "./exit_code.ts";
+import { createGuard, type Guard, type GuardedHandler, type GuardOptions, type ServeInfo } from "./guard.ts";
+import type { Host } from "./host.ts";
+import { validateLifecycle } from "./lifecycle_config.ts";
+import { createHealth, type Health } from "./readiness.ts";
+import type { Server, ServerAddress } from "./server.ts";
+import { createShutdownController, type ShutdownController } from "./shutdown_controller.ts";
+import { _options } from "./_validate.ts";
+
+/** Options of an adapter's `serve(handler, options)`: where to listen, the guard, the lifecycle. */
+export interface ServeOptions extends Omit<GuardOptions, "shutdown"> {
+  /** @default 8000 */
+  port?: number;
+  /** @default "127.0.0.1" */
+  hostname?: string;
+  /**
+   * The shutdown controller. Default: one listening for the Host's SIGTERM and Ctrl-C. Pass a
+   * `manual` one when the embedding host owns its signals.
+   */
+  controller?: ShutdownController;
+  /** Keep serving (readiness failing) this long after the signal before stopping accepting. @default 0 */
+  preStopDelayMs?: number;
+  /** A platform's fixed grace period, checked at startup against drain + flush margin. */
+  platformGraceMs?: number;
+  /** Reserved for the flush hook inside the platform grace. @default 2000 */
+  flushMarginMs?: number;
+  /** Runs last after the drain, on both outcomes (flush logs, metrics). */
+  onDrained?: () => unknown;
+  /** Called once listening, with the bound address. */
+  onListen?: (address: ServerAddress) => void;
+  /**
+   * End the process after the drain with the outcome's exit code (clean 0, io 1, forced 3,
+   * flush 4). Needed where a forced drain cannot close every socket (Deno).
+   * @default false
+   */
+  exitOnDrained?: boolean;
+}
+
+/** What `serve` returns. */
+export interface ServeHandle {
+  /** Where it listens (the real port when asked for port 0). */
+  readonly address: ServerAddress;
+  /** Settles after the drain and the flush hook: the outcome, or a ServeError (io / flush). */
+  readonly finished: Promise<DrainOutcome>;
+  readonly controller: ShutdownController;
+  readonly guard: Guard;
+  /** Readiness (fails from the signal on, and while memory sheds) and liveness. */
+  readonly health: Health;
+  readonly server: Server;
+  /** Starts the drain as a signal would, and waits for it. */
+  shutdown(reason?: string): Promise<DrainOutcome>;
+}
+
+/** What the adapter is asked to listen with. */
+export interface ListenSettings {
+  readonly port: number;
+  readonly hostname: string;
+  readonly config: ResolvedConfig;
+}
+
+/** An adapter's binding: start listening with the guarded fetch handler. */
+export type Listen = (
+  fetch: (request: Request, info?: ServeInfo) => Promise<Response>,
+  settings: ListenSettings,
+) => Server | Promise<Server>;
+
+/**
+ * The runtime-independent half of every adapter's `serve`: validate the lifecycle, build
+ * the controller and the guard, listen through `listen`, and run the two-phase drain. The
+ * adapter supplies only its Host and how to listen.
+ *
+ * @example
+ * ```ts
+ * import { serveWith, createManualClock, type Host, type Server } from "serve-hygiene";
+ * const host: Host = { clock: createManualClock(), rss: () => undefined, onShutdownSignal: () => () => {} };
+ * const handle = await serveWith(host, (fetch) => ({
+ *   address: { hostname: "127.0.0.1", port: 1 },
+ *   stopAccepting: () => Promise.resolve(),
+ *   closeAll: () => {},
+ *   closed: new Promise<void>(() => {}),
+ * } satisfies Server), () => new Response("ok"), { loadMonitor: false });
+ * const outcome = await handle.shutdown("test");
+ * console.assert(outcome.outcome === "clean");
+ * ```
+ */
+export async function serveWith(host: Host, listen: Listen, handler: GuardedHandler, options?: ServeOptions): Promise<ServeHandle> {
+  const o = _options("serve", options);
+  const controller = o.controller ?? createShutdownController({ host });
+  let guard: Guard | undefined;
+  try {
+    guard = createGuard({ ...o, shutdown: controller }, host);
+    validateLifecycle({
+      requestTimeoutMs: guard.config.requestTimeoutMs,
+      drainTimeoutMs: guard.config.drainTimeoutMs,
+      preStopDelayMs: o.preStopDelayMs,
+      platformGraceMs: o.platformGraceMs,
+      flushMarginMs: o.flushMarginMs,
+    });
+    const server = await listen(guard.wrap(handler), { port: o.port ?? 8000, hostname: o.hostname ?? "127.0.0.1", config: guard.config });
+    o.onListen?.(server.address);
+    const finished = runUntilDrained(server, controller, {
+      drainTimeoutMs: guard.config.drainTimeoutMs,
+      preStopDelayMs: o.preStopDelayMs,
+      onDrained: o.onDrained,
+      work: guard.work,
+    }).finally(() => {
+      guard!.dispose();
+      if (o.controller === undefined) controller.dispose();
+    });
+    if (o.exitOnDrained && host.exit !== undefined) {
+      const exit = host.exit.bind(host);
+      finished.then((outcome) => exit(exitCodeFor(outcome)), (error) => exit(exitCodeFor(error)));
+    }
+    return {
+      address: server.address,
+      finished,
+      controller,
+      guard,
+      health: createHealth({ controller, memory: guard.memory }),
+      server,
+      shutdown(reason) {
+        controller.shutdown(reason);
+        return finished;
+      },
+    };
+  } catch (error) {
+    guard?.dispose();
+    if (o.controller === undefined) controller.dispose();
+    throw error;
+  }
+}

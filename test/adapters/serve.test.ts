@@ -1,0 +1,62 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { serveHere } from "../support/adapter.ts";
+import { runtime } from "../support/runtime.ts";
+
+describe(`adapter serve (${runtime})`, () => {
+  test(`adapter serve: answers over real HTTP on port 0, reports the peer, drains clean on a manual shutdown (${runtime})`, async () => {
+    const handle = await serveHere((req, { peer }) => new Response(`${req.method} ${new URL(req.url).pathname} from ${peer?.address}`));
+    try {
+      assert.ok(handle.address.port > 0);
+      const res = await fetch(`http://127.0.0.1:${handle.address.port}/hi`);
+      assert.equal(res.status, 200);
+      assert.match(await res.text(), /^GET \/hi from (::ffff:)?127\.0\.0\.1$/);
+    } finally {
+      const outcome = await handle.shutdown("test over");
+      assert.equal(outcome.outcome, "clean");
+      assert.equal(outcome.reason, "test over");
+    }
+  });
+
+  test(`adapter serve: streams a request body in and a response body out (${runtime})`, async () => {
+    const handle = await serveHere(async (req) => {
+      let bytes = 0;
+      for await (const chunk of req.body!) bytes += chunk.byteLength;
+      const body = new ReadableStream({
+        start(c) {
+          for (let i = 0; i < 4; i++) c.enqueue(new TextEncoder().encode(`part${i};`));
+          c.close();
+        },
+      });
+      return new Response(body, { headers: { "x-bytes": String(bytes), "set-cookie": "a=1" } });
+    });
+    try {
+      const res = await fetch(`http://127.0.0.1:${handle.address.port}/`, { method: "POST", body: "x".repeat(200_000) });
+      assert.equal(res.headers.get("x-bytes"), "200000");
+      assert.equal(await res.text(), "part0;part1;part2;part3;");
+    } finally {
+      await handle.shutdown();
+    }
+  });
+
+  test(`adapter serve: the guard's limits hold over HTTP (${runtime})`, async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const handle = await serveHere(async () => (await gate, new Response("done")), { concurrencyLimit: 2 });
+    try {
+      const url = `http://127.0.0.1:${handle.address.port}/`;
+      const slow = [fetch(url), fetch(url)];
+      while (handle.guard.inFlight < 2) await new Promise((r) => setTimeout(r, 5));
+      const shed = await fetch(url);
+      assert.equal(shed.status, 503);
+      assert.equal(shed.headers.get("retry-after"), "1");
+      await shed.text();
+      release();
+      for (const res of await Promise.all(slow)) assert.equal(await res.text(), "done");
+      assert.equal(handle.guard.inFlight, 0);
+    } finally {
+      release();
+      await handle.shutdown();
+    }
+  });
+});
