@@ -1,0 +1,229 @@
+// Exact, allocation-light IP parsing for client keys and trusted-proxy CIDRs. Not
+// re-exported. An address is a number (IPv4, unsigned 32-bit) or an array of eight 16-bit
+// groups (IPv6); IPv4-mapped IPv6 (::ffff:a.b.c.d) is read as IPv4. Parsers return
+// undefined on anything malformed and never throw.
+
+export type _Ip = number | number[];
+
+/** A parsed CIDR: the masked network and its prefix length. */
+export interface _Cidr {
+  readonly net: _Ip;
+  readonly prefix: number;
+}
+
+/** Dotted-quad IPv4 in `s[from, to)`: four decimal octets, no leading zeros. -1 if malformed. */
+export function _parseV4(s: string, from = 0, to = s.length): number {
+  let value = 0;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = from; i < to; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 48 && c <= 57) {
+      if (digits > 0 && octet === 0) return -1; // "01": leading zero (octal in some parsers)
+      octet = octet * 10 + (c - 48);
+      if (octet > 255) return -1;
+      digits++;
+    } else if (c === 46 && digits > 0 && dots < 3) {
+      value = value * 256 + octet;
+      octet = 0;
+      digits = 0;
+      dots++;
+    } else return -1;
+  }
+  return digits > 0 && dots === 3 ? value * 256 + octet : -1;
+}
+
+function _hex(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  if (c >= 97 && c <= 102) return c - 87;
+  if (c >= 65 && c <= 70) return c - 55;
+  return -1;
+}
+
+/** IPv6 text (with `::`, embedded IPv4, a `%zone` suffix stripped): eight groups, or undefined. */
+export function _parseV6(text: string): number[] | undefined {
+  const zone = text.indexOf("%");
+  const n = zone === -1 ? text.length : zone;
+  if (n < 2 || n > 45) return undefined;
+  const groups = [0, 0, 0, 0, 0, 0, 0, 0];
+  let count = 0;
+  let gap = -1;
+  let i = 0;
+  if (text.charCodeAt(0) === 58) {
+    if (text.charCodeAt(1) !== 58) return undefined;
+    gap = 0;
+    i = 2;
+  }
+  while (i < n) {
+    let j = i;
+    let group = 0;
+    let dotted = false;
+    for (; j < n; j++) {
+      const c = text.charCodeAt(j);
+      if (c === 58) break;
+      if (c === 46) dotted = true;
+      else {
+        const h = _hex(c);
+        if (h < 0) return undefined;
+        group = group * 16 + h;
+      }
+    }
+    if (dotted) {
+      const v4 = j === n && count <= 6 ? _parseV4(text, i, j) : -1;
+      if (v4 < 0) return undefined;
+      groups[count++] = v4 >>> 16;
+      groups[count++] = v4 & 0xffff;
+      break;
+    }
+    if (j === i || j - i > 4 || count === 8) return undefined;
+    groups[count++] = group;
+    if (j === n) break;
+    if (text.charCodeAt(j + 1) === 58) {
+      if (gap >= 0) return undefined;
+      gap = count;
+      i = j + 2;
+    } else {
+      i = j + 1;
+      if (i === n) return undefined; // a trailing single colon
+    }
+  }
+  if (gap < 0) return count === 8 ? groups : undefined;
+  if (count > 7) return undefined;
+  // Slide the groups after the gap to the end; the zeros of `::` are left in between.
+  const shift = 8 - count;
+  for (let k = count - 1; k >= gap; k--) {
+    groups[k + shift] = groups[k]!;
+    groups[k] = 0;
+  }
+  return groups;
+}
+
+function _unmap(g: number[]): _Ip {
+  return g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff
+    ? g[6]! * 65536 + g[7]!
+    : g;
+}
+
+/** A bare address (IPv4 or IPv6, no port). */
+export function _parseIp(s: string): _Ip | undefined {
+  const v4 = _parseV4(s);
+  if (v4 >= 0) return v4;
+  const v6 = _parseV6(s);
+  return v6 === undefined ? undefined : _unmap(v6);
+}
+
+function _isPort(s: string, from: number): boolean {
+  if (from >= s.length || s.length - from > 5) return false;
+  let port = 0;
+  for (let i = from; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+    port = port * 10 + (c - 48);
+  }
+  return port <= 65535;
+}
+
+/**
+ * A network node as proxies and transports write it: `1.2.3.4`, `1.2.3.4:80`, `2001:db8::1`,
+ * `[2001:db8::1]`, `[2001:db8::1]:80`, with surrounding whitespace. Anything else
+ * ("unknown", "_hidden", garbage) is undefined.
+ */
+export function _parseNode(raw: string): _Ip | undefined {
+  const s = raw.trim();
+  if (s.charCodeAt(0) === 91) {
+    const close = s.indexOf("]");
+    if (close === -1 || (close + 1 < s.length && !(s.charCodeAt(close + 1) === 58 && _isPort(s, close + 2)))) {
+      return undefined;
+    }
+    const v6 = _parseV6(s.slice(1, close));
+    return v6 === undefined ? undefined : _unmap(v6);
+  }
+  const colon = s.indexOf(":");
+  if (colon !== -1 && colon === s.lastIndexOf(":")) {
+    const v4 = _isPort(s, colon + 1) ? _parseV4(s, 0, colon) : -1;
+    return v4 >= 0 ? v4 : undefined;
+  }
+  return _parseIp(s);
+}
+
+/** `ip` masked to its first `prefix` bits (IPv4 prefixes count from 32, IPv6 from 128). */
+export function _mask(ip: _Ip, prefix: number): _Ip {
+  if (typeof ip === "number") return prefix === 0 ? 0 : (ip & (0xffffffff << (32 - prefix))) >>> 0;
+  const out = [0, 0, 0, 0, 0, 0, 0, 0];
+  for (let i = 0; i < 8; i++) {
+    const bits = prefix - 16 * i;
+    out[i] = bits >= 16 ? ip[i]! : bits <= 0 ? 0 : ip[i]! & (0xffff << (16 - bits)) & 0xffff;
+  }
+  return out;
+}
+
+/** Whether `ip` lies inside `cidr`. */
+export function _inCidr(ip: _Ip, cidr: _Cidr): boolean {
+  const { net, prefix } = cidr;
+  if (typeof ip === "number") return typeof net === "number" && _mask(ip, prefix) === net;
+  if (typeof net === "number") return false;
+  for (let i = 0; i < 8; i++) {
+    const bits = prefix - 16 * i;
+    if (bits <= 0) return true;
+    const m = bits >= 16 ? 0xffff : (0xffff << (16 - bits)) & 0xffff;
+    if ((ip[i]! & m) !== net[i]) return false;
+  }
+  return true;
+}
+
+/**
+ * `addr` or `addr/prefix`; host bits are masked off. An IPv4-mapped IPv6 network with a
+ * prefix of 96 or more is read as its IPv4 network. Undefined if malformed, the prefix out
+ * of range included.
+ */
+export function _parseCidr(text: string): _Cidr | undefined {
+  const slash = text.indexOf("/");
+  const addr = slash === -1 ? text : text.slice(0, slash);
+  const v4 = _parseV4(addr);
+  const ip: _Ip | undefined = v4 >= 0 ? v4 : addr.includes("%") ? undefined : _parseV6(addr);
+  if (ip === undefined) return undefined;
+  const max = typeof ip === "number" ? 32 : 128;
+  let prefix = max;
+  if (slash !== -1) {
+    const p = text.slice(slash + 1);
+    if (!/^(?:0|[1-9]\d{0,2})$/.test(p) || Number(p) > max) return undefined;
+    prefix = Number(p);
+  }
+  const unmapped = typeof ip === "number" ? ip : _unmap(ip);
+  if (typeof unmapped === "number" && typeof ip !== "number" && prefix >= 96) {
+    return { net: _mask(unmapped, prefix - 96), prefix: prefix - 96 };
+  }
+  return { net: _mask(ip, prefix), prefix };
+}
+
+/** Canonical text: dotted quad, or RFC 5952 IPv6 (lowercase, longest zero run as `::`). */
+export function _format(ip: _Ip): string {
+  if (typeof ip === "number") return `${ip >>> 24}.${(ip >>> 16) & 255}.${(ip >>> 8) & 255}.${ip & 255}`;
+  let best = -1;
+  let bestLen = 1; // a single zero group is never compressed
+  for (let i = 0; i < 8; ) {
+    if (ip[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && ip[j] === 0) j++;
+    if (j - i > bestLen) {
+      best = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  let text = "";
+  for (let i = 0; i < 8; i++) {
+    if (i === best) {
+      text += "::";
+      i += bestLen - 1;
+    } else {
+      if (text !== "" && !text.endsWith(":")) text += ":";
+      text += ip[i]!.toString(16);
+    }
+  }
+  return text;
+}
