@@ -8,6 +8,8 @@ import { createDeadlineWheel, createTimerDeadlines } from "./deadline_wheel.ts";
 import type { DenyEvent, DenyLayer, EventSink } from "./events.ts";
 import { _emit } from "./_emit.ts";
 import { consoleLogger, type Host, type Logger } from "./host.ts";
+import { createKeyedGates, type KeyedGatesOptions, type KeyedVerdict } from "./keyed_gates.ts";
+import type { InFlightLimiter, Slot } from "./inflight_limit.ts";
 import { createLoadMonitor, type LoadMonitor, type LoadMonitorOptions } from "./load_monitor.ts";
 import { createMemoryCeiling, type MemoryCeiling } from "./memory_ceiling.ts";
 import { _Context, type _ContextHost, type GuardedInfo } from "./request_context.ts";
@@ -16,7 +18,7 @@ import type { PeerAddress } from "./server.ts";
 import { _nonNegativeInt, _options, _positiveIntOrInfinity } from "./_validate.ts";
 
 /** Options of {@linkcode createGuard}: the service config plus the gates' own settings. */
-export interface GuardOptions extends ServeHygieneConfig {
+export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
   /** Gate 6: how long a request may wait for a permit (LIFO) before 503. @default 0 */
   shedWaitMs?: number;
   /** Gate 2: shed while RSS is above `ceilingBytes`. Off unless set, and off without a Host RSS reader. */
@@ -67,6 +69,8 @@ export interface Guard {
   readonly concurrency: ConcurrencyLimit;
   readonly memory: MemoryCeiling | undefined;
   readonly load: LoadMonitor | undefined;
+  /** Gate 5's per-key in-flight limiter, when configured. */
+  readonly inFlightPerKey: InFlightLimiter | undefined;
   readonly work: GuardWork;
   /** Stops the samplers and probes. */
   dispose(): void;
@@ -109,6 +113,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   load?.start();
   const deadlines = o.deadlines === "timers" ? createTimerDeadlines(clock) : createDeadlineWheel({ clock });
   const shutdown = o.shutdown?.signal;
+  const keyed = createKeyedGates(o, (event) => _emit(sinks, event));
   const live = new Set<_Context>();
   let stragglers = 0;
 
@@ -144,13 +149,22 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     });
   };
 
-  const run = (handler: GuardedHandler, request: Request, info: ServeInfo | undefined, permit: Permit, now: number) => {
+  const run = (
+    handler: GuardedHandler,
+    request: Request,
+    info: ServeInfo | undefined,
+    now: number,
+    permit: Permit,
+    key: string | undefined,
+    slot: Slot | undefined,
+  ) => {
     const declared = request.headers.has("content-length") ? declaredLength(request.headers) : undefined;
     if (declared?.kind === "malformed") {
       permit.release();
+      slot?.release();
       return Promise.resolve(deny("framing", "malformed-length", 400));
     }
-    const ctx = new _Context(contextHost, request, now, config.requestTimeoutMs, config.bodyLimitBytes, undefined);
+    const ctx = new _Context(contextHost, request, now, config.requestTimeoutMs, config.bodyLimitBytes, key);
     let req = request;
     if (request.body !== null) {
       const body = limitBody(request.body, { limit: () => ctx.bodyLimitBytes, declared, onOverflow: () => (ctx.overflowed = true) });
@@ -165,6 +179,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
         ctx.finish();
         live.delete(ctx);
         permit.release();
+        slot?.release();
       };
       if (config.requestTimeoutMs !== Infinity) ctx.arm(now);
       let result: Response | Promise<Response>;
@@ -200,18 +215,34 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     });
   };
 
+  // Gate 6, then the rest; a slot reserved by gate 5 is returned on refusal.
+  const admit = (handler: GuardedHandler, request: Request, info: ServeInfo | undefined, now: number, key?: string, slot?: Slot) => {
+    const permit = concurrency.tryAcquire();
+    if (permit.ok) return run(handler, request, info, now, permit, key, slot);
+    if (concurrency.shedWaitMs === 0) {
+      slot?.release();
+      return Promise.resolve(deny("concurrency", "shed", 503, permit.retryAfterMs));
+    }
+    return concurrency.acquire(request.signal).then((p) => {
+      if (p.ok) return run(handler, request, info, now, p, key, slot);
+      slot?.release();
+      return deny("concurrency", p.reason, 503, p.retryAfterMs);
+    });
+  };
+
+  const afterKeyed = (handler: GuardedHandler, request: Request, info: ServeInfo | undefined, now: number, v: KeyedVerdict) =>
+    // A refusal without a response means the client left while waiting: nobody reads this.
+    v.ok ? admit(handler, request, info, now, v.key, v.slot) : Promise.resolve(v.response ?? denyResponse(503));
+
   const wrap = (handler: GuardedHandler) =>
     function guarded(request: Request, info?: ServeInfo): Promise<Response> {
       if (shutdown?.aborted) return Promise.resolve(deny("draining", "draining", 503, 1000, true));
       if (memory?.shedding) return Promise.resolve(deny("memory", "over-ceiling", 503, 1000));
       const now = clock.now();
       if (load !== undefined && !load.admit(now)) return Promise.resolve(deny("load", "busy", 503, load.retryAfterMs));
-      const permit = concurrency.tryAcquire();
-      if (permit.ok) return run(handler, request, info, permit, now);
-      if (concurrency.shedWaitMs === 0) return Promise.resolve(deny("concurrency", "shed", 503, permit.retryAfterMs));
-      return concurrency.acquire(request.signal).then((p) =>
-        p.ok ? run(handler, request, info, p, now) : deny("concurrency", p.reason, 503, p.retryAfterMs)
-      );
+      if (keyed === undefined) return admit(handler, request, info, now);
+      const v = keyed.check(request, info?.peer, now);
+      return v instanceof Promise ? v.then((r) => afterKeyed(handler, request, info, now, r)) : afterKeyed(handler, request, info, now, v);
     };
 
   return {
@@ -226,6 +257,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     concurrency,
     memory,
     load,
+    inFlightPerKey: keyed?.inFlight,
     work: {
       get inFlight() {
         return concurrency.inFlight;

@@ -6,6 +6,7 @@ import type { DenyEvent, HygieneEvent } from "../../src/core/events.ts";
 import type { RequestContext } from "../../src/core/request_context.ts";
 import { flushMicrotasks } from "../support/flush.ts";
 import { countingBody, post } from "../support/bodies.ts";
+import { createFixedWindowLimiter } from "../../src/core/fixed_window.ts";
 
 const GET = (path = "/") => new Request(`http://localhost${path}`);
 
@@ -448,5 +449,122 @@ describe("guard: abandoned requests", () => {
     assert.deepEqual(ran, [reason, reason]);
     assert.equal(guard.work.inFlight, 0);
     assert.equal(idle, true);
+  });
+});
+
+describe("guard: keyed gates", () => {
+  const from = (address: string, headers: Record<string, string> = {}) =>
+    [new Request("http://localhost/", { headers }), { peer: { address, port: 5555 } }] as const;
+
+  test("guard: a per-IP fixed window answers 429 + Retry-After once the window's budget is spent", async () => {
+    const clock = createManualClock();
+    const denials: DenyEvent[] = [];
+    const guard = createGuard({
+      clock,
+      rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 2, windowMs: 60_000, clock, name: "ip" }) }],
+      onDeny: (e) => denials.push(e),
+    });
+    const fetch = guard.wrap((_r, { context }) => new Response(context.key));
+    assert.equal(await (await fetch(...from("10.0.0.1"))).text(), "10.0.0.1");
+    assert.equal((await fetch(...from("10.0.0.1"))).status, 200);
+    const denied = await fetch(...from("10.0.0.1"));
+    assert.equal(denied.status, 429);
+    assert.equal(denied.headers.get("retry-after"), "60");
+    assert.equal(await denied.text(), "Too Many Requests");
+    assert.equal((await fetch(...from("10.0.0.2"))).status, 200, "another client has its own bucket");
+    assert.deepEqual(denials.map((d) => [d.layer, d.status, d.scope, d.limiterClass]), [["rate", 429, "ip", "ip"]]);
+    clock.advance(60_000);
+    assert.equal((await fetch(...from("10.0.0.1"))).status, 200, "the next window admits again");
+  });
+
+  test("guard: X-Forwarded-For from an untrusted peer is ignored; the spoofer shares its socket's bucket", async () => {
+    const clock = createManualClock();
+    const guard = createGuard({ clock, rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 1, clock }) }] });
+    const fetch = guard.wrap(() => new Response("ok"));
+    assert.equal((await fetch(...from("203.0.113.9", { "x-forwarded-for": "1.1.1.1" }))).status, 200);
+    assert.equal((await fetch(...from("203.0.113.9", { "x-forwarded-for": "2.2.2.2" }))).status, 429);
+  });
+
+  test("guard: a trusted proxy's X-Forwarded-For is honoured from the right", async () => {
+    const clock = createManualClock();
+    const guard = createGuard({
+      clock,
+      clientKey: { trustedProxies: ["10.0.0.0/8"] },
+      rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 1, clock }) }],
+    });
+    const fetch = guard.wrap((_r, { context }) => new Response(context.key));
+    const res = await fetch(...from("10.1.2.3", { "x-forwarded-for": "9.9.9.9, 198.51.100.7, 10.0.0.5" }));
+    assert.equal(await res.text(), "198.51.100.7");
+    assert.equal((await fetch(...from("10.9.9.9", { "x-forwarded-for": "198.51.100.7" }))).status, 429);
+  });
+
+  test("guard: scoped budgets are all-or-nothing: a client over its own budget does not drain the global one", async () => {
+    const clock = createManualClock();
+    const global = createFixedWindowLimiter({ limit: 3, clock });
+    const guard = createGuard({
+      clock,
+      rateLimits: [
+        { limiter: global, scope: "global", key: () => "all" },
+        { limiter: createFixedWindowLimiter({ limit: 1, clock }), scope: "client" },
+      ],
+    });
+    const fetch = guard.wrap(() => new Response("ok"));
+    assert.equal((await fetch(...from("10.0.0.1"))).status, 200);
+    for (let i = 0; i < 5; i++) assert.equal((await fetch(...from("10.0.0.1"))).status, 429);
+    assert.equal((await fetch(...from("10.0.0.2"))).status, 200);
+    assert.equal((await fetch(...from("10.0.0.3"))).status, 200);
+    assert.equal((await fetch(...from("10.0.0.4"))).status, 429, "the global budget of 3 is spent only by admitted requests");
+  });
+
+  test("guard: a per-key in-flight cap refuses the peer at its cap at once and frees the slot when work settles", async () => {
+    const denials: DenyEvent[] = [];
+    const guard = createGuard({ clock: createManualClock(), inFlightPerKey: { perKey: 1 }, onDeny: (e) => denials.push(e) });
+    const gate = deferred();
+    const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
+    const first = fetch(...from("10.0.0.1"));
+    await flushMicrotasks();
+    const busy = await fetch(...from("10.0.0.1"));
+    assert.equal(busy.status, 429);
+    assert.ok(busy.headers.get("retry-after"));
+    const other = fetch(...from("10.0.0.2"));
+    gate.resolve();
+    assert.equal((await first).status, 200);
+    assert.equal((await other).status, 200);
+    assert.equal(guard.inFlightPerKey!.inFlight("10.0.0.1"), 0);
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason]), [["peer", "peer-busy"]]);
+  });
+
+  test("guard: a slot reserved by gate 5 is returned when gate 6 refuses", async () => {
+    const guard = createGuard({ clock: createManualClock(), concurrencyLimit: 1, inFlightPerKey: { perKey: 4 } });
+    const gate = deferred();
+    const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
+    const first = fetch(...from("10.0.0.1"));
+    await flushMicrotasks();
+    assert.equal((await fetch(...from("10.0.0.1"))).status, 503);
+    assert.equal(guard.inFlightPerKey!.inFlight("10.0.0.1"), 1, "only the admitted request holds a slot");
+    gate.resolve();
+    await first;
+    assert.equal(guard.inFlightPerKey!.inFlight("10.0.0.1"), 0);
+  });
+
+  test("guard: a slot is returned when the request is refused for malformed framing", async () => {
+    const guard = createGuard({ clock: createManualClock(), inFlightPerKey: { perKey: 1 } });
+    const req = new Request("http://localhost/", { method: "POST", body: "x", headers: { "content-length": "abc" } });
+    assert.equal((await guard.wrap(() => new Response("ok"))(req, { peer: { address: "10.0.0.1" } })).status, 400);
+    assert.equal(guard.inFlightPerKey!.inFlight("10.0.0.1"), 0);
+  });
+
+  test("guard: a key function that throws fails closed with 429 and a fault event, never a crash", async () => {
+    const events: HygieneEvent[] = [];
+    const guard = createGuard({
+      clock: createManualClock(),
+      clientKey: () => { throw new Error("broken identity"); },
+      rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 100 }) }],
+      onEvent: (e) => events.push(e),
+    });
+    const res = await guard.wrap(() => new Response("ok"))(new Request("http://localhost/"));
+    assert.equal(res.status, 429);
+    assert.ok(res.headers.get("retry-after"));
+    assert.deepEqual(events.map((e) => e.type), ["fault", "deny"]);
   });
 });

@@ -1,0 +1,109 @@
+import { type ClientKeyFunction, type ClientKeyOptions, createClientKey } from "./client_key.ts";
+import type { EventSink } from "./events.ts";
+import { createInFlightLimiter, type InFlightLimiterOptions, type Slot } from "./inflight_limit.ts";
+import { rateLimitedResponse } from "./rate_headers.ts";
+import type { RateLimiter } from "./rate_limiter.ts";
+import { denyResponse } from "./responses.ts";
+import { createScopedLimiter, type ScopedLimiter } from "./scopes.ts";
+import type { PeerAddress } from "./server.ts";
+import { _emit } from "./_emit.ts";
+import { _show } from "./_validate.ts";
+
+/** One budget of gate 4: a limiter, the scope it speaks for, and how a request picks its bucket. */
+export interface RateLimitRule {
+  limiter: RateLimiter;
+  /**
+   * The scope reported on refusal: "global", "listener", "tenant", "client", … Rules are
+   * checked in the order given — list them coarse to fine.
+   * @default the limiter's name, else "client"
+   */
+  scope?: string;
+  /**
+   * The bucket of a request. Return a constant for a shared budget (global, listener).
+   * @default the client key
+   */
+  key?: (request: Request, clientKey: string) => string;
+}
+
+/** Options of {@linkcode createKeyedGates}. */
+export interface KeyedGatesOptions {
+  /** Gate 4: budgets charged all or nothing, coarse to fine. */
+  rateLimits?: readonly RateLimitRule[];
+  /**
+   * Gate 5: the per-key in-flight cap. Its lane-wide cap defaults to Infinity here: the
+   * guard's concurrency limit (gate 6) is the lane.
+   */
+  inFlightPerKey?: InFlightLimiterOptions;
+  /** How the client key is derived: options (trusted proxies, IPv6 prefix) or a function. */
+  clientKey?: ClientKeyOptions | ClientKeyFunction;
+  /** Adds the IETF RateLimit / RateLimit-Policy fields to 429s. @default false */
+  rateLimitHeaders?: boolean;
+}
+
+/** What the keyed gates decided for one request. */
+export type KeyedVerdict =
+  | { readonly ok: true; readonly key: string; readonly slot: Slot | undefined }
+  | { readonly ok: false; readonly response: Response | undefined };
+
+/** Gates 4 and 5, composed. */
+export interface KeyedGates {
+  /** Checks the request; synchronous unless the in-flight cap has a shed wait. */
+  check(request: Request, peer: PeerAddress | undefined, now: number): KeyedVerdict | Promise<KeyedVerdict>;
+  readonly inFlight: ReturnType<typeof createInFlightLimiter> | undefined;
+}
+
+/**
+ * Gates 4 (keyed rate limits) and 5 (per-key in-flight cap) around one client key. Refusal
+ * events come from the limiters themselves, through `sink`. Fails closed: a key function
+ * that throws denies with 429 and a fault event.
+ */
+export function createKeyedGates(options: KeyedGatesOptions, sink: EventSink): KeyedGates | undefined {
+  const rules = options.rateLimits ?? [];
+  if (!Array.isArray(rules)) {
+    throw new TypeError(`Cannot create guard as "rateLimits" must be an array: current value is ${_show(rules)}`);
+  }
+  if (rules.length === 0 && options.inFlightPerKey === undefined) return undefined;
+  const keyOf: ClientKeyFunction = typeof options.clientKey === "function" ? options.clientKey : createClientKey(options.clientKey);
+  type Ctx = { request: Request; key: string };
+  const scoped: ScopedLimiter<Ctx> | undefined = rules.length === 0 ? undefined : createScopedLimiter<Ctx>({
+    scopes: rules.map((rule) => {
+      const pick = rule.key;
+      return {
+        name: rule.scope ?? rule.limiter?.name ?? "client",
+        limiter: rule.limiter,
+        key: pick === undefined ? (c: Ctx) => c.key : (c: Ctx) => pick(c.request, c.key),
+      };
+    }),
+    onEvent: sink,
+  });
+  const inFlight = options.inFlightPerKey === undefined
+    ? undefined
+    : createInFlightLimiter({ overall: Infinity, ...options.inFlightPerKey, onEvent: sink });
+  const headers = options.rateLimitHeaders === true;
+
+  return {
+    inFlight,
+    check(request, peer, now) {
+      let key: string;
+      try {
+        key = keyOf(request, { peer });
+      } catch (error) {
+        _emit([sink], { type: "fault", source: "client-key", error, failed: "closed" });
+        _emit([sink], { type: "deny", layer: "rate", reason: "limiter-error", status: 429, retryAfterMs: 1000 });
+        return { ok: false, response: denyResponse(429, { retryAfterMs: 1000 }) };
+      }
+      if (scoped !== undefined) {
+        const d = scoped.take({ request, key }, 1, now);
+        if (!d.allowed) return { ok: false, response: rateLimitedResponse(d, { rateLimitHeaders: headers }) };
+      }
+      if (inFlight === undefined) return { ok: true, key, slot: undefined };
+      const slot = inFlight.shedWaitMs === 0 ? inFlight.tryAcquire(key) : inFlight.acquire(key, request.signal);
+      const verdict = (s: Awaited<typeof slot>): KeyedVerdict => {
+        if (s.ok) return { ok: true, key, slot: s };
+        // "aborted": the client left while waiting; there is nobody to answer.
+        return { ok: false, response: s.reason === "aborted" ? undefined : denyResponse(s.status, { retryAfterMs: s.retryAfterMs }) };
+      };
+      return slot instanceof Promise ? slot.then(verdict) : verdict(slot);
+    },
+  };
+}
