@@ -1,6 +1,5 @@
 // IncomingMessage/ServerResponse <-> Request/Response, streaming both ways.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Readable } from "node:stream";
 import type { PeerAddress } from "../../core/mod.ts";
 
 /** The Web Request for a node request; `signal` should abort when the client goes away. */
@@ -11,11 +10,52 @@ export function toRequest(req: IncomingMessage, signal: AbortSignal, defaultHost
   const method = req.method ?? "GET";
   const init: RequestInit & { duplex?: "half" } = { method, headers, signal };
   if (method !== "GET" && method !== "HEAD") {
-    // Pull-based: node reads from the socket only as fast as the handler consumes.
-    init.body = Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>;
+    init.body = bodyOf(req);
     init.duplex = "half";
   }
   return new Request(`http://${req.headers.host ?? defaultHost}${req.url ?? "/"}`, init);
+}
+
+/**
+ * The request body as a pull-based stream: node reads from the socket only as fast as the
+ * handler consumes, and a cancel (a body cap passed) stops reading without destroying the
+ * socket, so the 413 can still be written. Written by hand: node 20's Readable.toWeb keeps
+ * enqueueing after a cancel and throws ERR_INVALID_STATE as an uncaught exception.
+ */
+function bodyOf(req: IncomingMessage): ReadableStream<Uint8Array> {
+  let cancelled = false;
+  const next = () =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        req.off("readable", done).off("end", done).off("error", done).off("close", done);
+        resolve();
+      };
+      req.on("readable", done).on("end", done).on("error", done).on("close", done);
+    });
+  let failure: unknown;
+  req.on("error", (error) => (failure = error));
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        for (;;) {
+          if (cancelled) return;
+          const chunk = req.read() as Uint8Array | null;
+          if (chunk !== null) return controller.enqueue(chunk);
+          if (failure !== undefined) return controller.error(failure);
+          if (req.readableEnded) return controller.close();
+          if (req.destroyed) {
+            return req.complete ? controller.close() : controller.error(new DOMException("The client disconnected", "AbortError"));
+          }
+          await next();
+        }
+      },
+      cancel() {
+        cancelled = true;
+        req.pause();
+      },
+    },
+    { highWaterMark: 0 },
+  );
 }
 
 /** The transport peer of a node request. */
@@ -29,7 +69,10 @@ export function peerOf(req: IncomingMessage): PeerAddress | undefined {
  * Writes `response` to `res`, honouring backpressure; stops reading the body when the
  * client goes away. `close` adds `Connection: close` (draining).
  */
-export async function writeResponse(res: ServerResponse, response: Response, close: boolean): Promise<void> {
+export async function writeResponse(res: ServerResponse, response: Response, draining: boolean): Promise<void> {
+  // A body left unread (a cap passed, a handler that ignored it) would have to be read off
+  // the socket before the connection could serve again: close it instead.
+  const close = draining || !res.req.complete;
   const flat: string[] = [];
   response.headers.forEach((value, key) => {
     if (key !== "set-cookie") flat.push(key, value);

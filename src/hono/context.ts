@@ -1,0 +1,50 @@
+import type { Context } from "hono";
+import type { GuardedInfo, PeerAddress, RequestContext } from "../core/mod.ts";
+
+/** The Hono variable the app-level middleware stores the request's context under. */
+export const CONTEXT_KEY = "serveHygiene";
+
+/**
+ * The guard's per-request context: from the app-level `hygiene()` middleware, or — when the
+ * app is served by one of serve-hygiene's adapters — from the adapter's info, which Hono
+ * hands over as `c.env`. Undefined when the app runs behind no guard.
+ */
+export function hygieneContext(c: Context): RequestContext | undefined {
+  const stored = c.get(CONTEXT_KEY as never) as RequestContext | undefined;
+  if (stored !== undefined) return stored;
+  const env = c.env as Partial<GuardedInfo> | undefined;
+  return env !== null && typeof env === "object" && env.context !== undefined ? env.context : undefined;
+}
+
+/**
+ * The transport peer of the request under whichever server runs the app: serve-hygiene's
+ * adapters (`c.env.peer`), `Bun.serve` (`c.env.requestIP`), `Deno.serve` (`c.env.remoteAddr`)
+ * or @hono/node-server (`c.env.incoming.socket`). Reads the env's shape; never the runtime.
+ */
+export function peerOf(c: Context): PeerAddress | undefined {
+  const env = c.env as Record<string, unknown> | undefined;
+  if (env === null || typeof env !== "object") return undefined;
+  const peer = env.peer as PeerAddress | undefined;
+  if (peer?.address !== undefined) return peer;
+  const requestIP = env.requestIP as ((r: Request) => { address: string; port: number } | null) | undefined;
+  if (typeof requestIP === "function") {
+    const ip = requestIP.call(env, c.req.raw);
+    return ip === null ? undefined : { address: ip.address, port: ip.port };
+  }
+  const remote = env.remoteAddr as { hostname?: string; port?: number } | undefined;
+  if (typeof remote?.hostname === "string") return { address: remote.hostname, port: remote.port };
+  const socket = (env.incoming as { socket?: { remoteAddress?: string; remotePort?: number } } | undefined)?.socket;
+  if (typeof socket?.remoteAddress === "string") return { address: socket.remoteAddress, port: socket.remotePort };
+  return undefined;
+}
+
+/** The context, or a clear error saying how to get one. */
+export function _requireContext(c: Context, middleware: string): RequestContext {
+  const ctx = hygieneContext(c);
+  if (ctx === undefined) {
+    throw new TypeError(
+      `Cannot run ${middleware}() as the request has no serve-hygiene context: serve the app with serve-hygiene's serve(), or add hygiene() before it`,
+    );
+  }
+  return ctx;
+}

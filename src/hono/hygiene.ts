@@ -1,0 +1,44 @@
+import type { MiddlewareHandler } from "hono";
+import { createGuard, type Guard, type GuardOptions, type Host } from "../core/mod.ts";
+import { CONTEXT_KEY, peerOf } from "./context.ts";
+
+/** Options of {@linkcode hygiene}: the guard's options. */
+export type HygieneOptions = GuardOptions;
+
+/** The app-level middleware, with the guard it runs (for metrics, readiness and the drain). */
+export interface HygieneMiddleware extends MiddlewareHandler {
+  readonly guard: Guard;
+}
+
+/**
+ * The whole request path as app-level Hono middleware, for apps served by something other
+ * than serve-hygiene's adapters (which apply the guard themselves). The rest of the chain
+ * runs as the guarded handler: it sees the body-capped request, and route-level pieces
+ * (`bodyLimit`, `timeout`, `rateLimit`, `inFlightCap`) adjust the same context.
+ *
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { hygiene } from "serve-hygiene/hono";
+ * const app = new Hono();
+ * app.use(hygiene({ concurrencyLimit: 64, bodyLimitBytes: 1024 }));
+ * app.get("/", (c) => c.text("hello"));
+ * const res = await app.request("/");
+ * console.assert(res.status === 200);
+ * ```
+ */
+export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddleware {
+  const guard = createGuard(options, host);
+  const middleware = async function hygiene(c: Parameters<MiddlewareHandler>[0], next: Parameters<MiddlewareHandler>[1]) {
+    const guarded = guard.wrap(async (request, info) => {
+      // The guarded request carries the capped body stream; Hono reads c.req.raw.
+      c.req.raw = request;
+      c.set(CONTEXT_KEY as never, info.context as never);
+      await next();
+      return c.res;
+    });
+    c.res = await guarded(c.req.raw, { peer: peerOf(c) });
+  } as HygieneMiddleware;
+  Object.defineProperty(middleware, "guard", { value: guard });
+  return middleware;
+}

@@ -1,0 +1,131 @@
+import type { MiddlewareHandler } from "hono";
+import {
+  type ClientKeyFunction,
+  type ClientKeyOptions,
+  createClientKey,
+  createInFlightLimiter,
+  denyResponse,
+  type InFlightLimiterOptions,
+  type RateLimiter,
+  rateLimitedResponse,
+} from "../core/mod.ts";
+import { _requireContext, hygieneContext, peerOf } from "./context.ts";
+
+/**
+ * Caps this route's request body at `bytes` (innermost wins, so a route may allow more or
+ * less than the service-wide cap). Over it: 413, however the handler reads the body.
+ *
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { bodyLimit, hygiene } from "serve-hygiene/hono";
+ * const app = new Hono().use(hygiene({ bodyLimitBytes: 1024 }));
+ * app.post("/upload", bodyLimit(10 * 1024 * 1024), async (c) => c.text(String((await c.req.arrayBuffer()).byteLength)));
+ * ```
+ */
+export const bodyLimit = (bytes: number): MiddlewareHandler =>
+  async function bodyLimit(c, next) {
+    _requireContext(c, "bodyLimit").bodyLimitBytes = bytes;
+    await next();
+  };
+
+/**
+ * Sets this route's deadline (counted from the request's arrival; 408 when it passes).
+ *
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { hygiene, timeout } from "serve-hygiene/hono";
+ * const app = new Hono().use(hygiene());
+ * app.get("/report", timeout(60_000), (c) => c.text("slow but allowed"));
+ * ```
+ */
+export const timeout = (ms: number): MiddlewareHandler =>
+  async function timeout(c, next) {
+    _requireContext(c, "timeout").timeoutMs = ms;
+    await next();
+  };
+
+/**
+ * Turns this route's deadline off (SSE streams, long upstream hops).
+ *
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { hygiene, noTimeout } from "serve-hygiene/hono";
+ * const app = new Hono().use(hygiene());
+ * app.get("/events", noTimeout(), (c) => c.text("data: hi\n\n"));
+ * ```
+ */
+export const noTimeout = (): MiddlewareHandler =>
+  async function noTimeout(c, next) {
+    _requireContext(c, "noTimeout").timeoutMs = Infinity;
+    await next();
+  };
+
+/** Options of {@linkcode rateLimit}. */
+export interface RateLimitOptions {
+  /** The limiter (fixed window or token bucket), e.g. an auth-class one for /login. */
+  limiter: RateLimiter;
+  /** The client key: the guard's (when present), else derived from the peer with these options or this function. */
+  key?: ClientKeyOptions | ClientKeyFunction;
+  /** Adds the IETF RateLimit fields to 429s. @default false */
+  headers?: boolean;
+}
+
+/**
+ * A route-level rate limit, checked before the handler (an auth route calls it before any
+ * credential check). 429 + Retry-After when the client's budget is spent.
+ *
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { createFixedWindowLimiter } from "serve-hygiene";
+ * import { rateLimit } from "serve-hygiene/hono";
+ * const app = new Hono();
+ * app.post("/login", rateLimit({ limiter: createFixedWindowLimiter({ limit: 5, windowMs: 60_000, name: "auth" }) }), (c) => c.text("checked"));
+ * ```
+ */
+export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
+  const keyOf = typeof options.key === "function" ? options.key : createClientKey(options.key);
+  return async function rateLimit(c, next) {
+    const key = hygieneContext(c)?.key ?? keyOf(c.req.raw, { peer: peerOf(c) });
+    const decision = options.limiter.take(key);
+    if (!decision.allowed) return rateLimitedResponse(decision, { rateLimitHeaders: options.headers === true });
+    await next();
+  };
+};
+
+/** Options of {@linkcode inFlightCap}. */
+export interface InFlightCapOptions extends InFlightLimiterOptions {
+  /** The client key: the guard's (when present), else derived from the peer with these options or this function. */
+  key?: ClientKeyOptions | ClientKeyFunction;
+}
+
+/**
+ * A route-level per-client in-flight cap: a client at its cap is refused at once (429),
+ * the route's whole lane past its cap (503). The slot is held until the handler settles.
+ *
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { inFlightCap } from "serve-hygiene/hono";
+ * const app = new Hono();
+ * app.get("/export", inFlightCap({ perKey: 1, overall: 8 }), (c) => c.text("one at a time per client"));
+ * ```
+ */
+export const inFlightCap = (options: InFlightCapOptions = {}): MiddlewareHandler => {
+  const { key, ...limiterOptions } = options;
+  const limiter = createInFlightLimiter(limiterOptions);
+  const keyOf = typeof key === "function" ? key : createClientKey(key);
+  return async function inFlightCap(c, next) {
+    const clientKey = hygieneContext(c)?.key ?? keyOf(c.req.raw, { peer: peerOf(c) });
+    const slot = limiter.shedWaitMs === 0 ? limiter.tryAcquire(clientKey) : await limiter.acquire(clientKey, c.req.raw.signal);
+    if (!slot.ok) return denyResponse(slot.status, { retryAfterMs: slot.retryAfterMs });
+    try {
+      await next();
+    } finally {
+      slot.release();
+    }
+  };
+};

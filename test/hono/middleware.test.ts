@@ -1,0 +1,153 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { Hono } from "hono";
+import { bodyLimit, hygiene, inFlightCap, noTimeout, rateLimit, timeout } from "../../src/hono/mod.ts";
+import { createFixedWindowLimiter } from "../../src/core/fixed_window.ts";
+import { createManualClock } from "../../src/core/manual_clock.ts";
+import { flushMicrotasks } from "../support/flush.ts";
+import { serveHere } from "../support/adapter.ts";
+import { runtime } from "../support/runtime.ts";
+
+function deferred() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+const post = (body: BodyInit, headers: Record<string, string> = {}) => ({ method: "POST", body, headers, duplex: "half" }) as RequestInit;
+
+describe(`hono middleware (${runtime})`, () => {
+  test("hono: middleware factories return named functions, as Hono's own do", () => {
+    assert.equal(bodyLimit(1).name, "bodyLimit");
+    assert.equal(timeout(1).name, "timeout");
+    assert.equal(noTimeout().name, "noTimeout");
+    assert.equal(rateLimit({ limiter: createFixedWindowLimiter() }).name, "rateLimit");
+    assert.equal(inFlightCap().name, "inFlightCap");
+    assert.equal(hygiene({ clock: createManualClock() }).name, "hygiene");
+  });
+
+  test("hono: app-level hygiene sheds past the concurrency limit with 503", async () => {
+    const gate = deferred();
+    const app = new Hono();
+    const mw = hygiene({ concurrencyLimit: 1, clock: createManualClock() });
+    app.use(mw);
+    app.get("/", async (c) => (await gate.promise, c.text("ok")));
+    const first = app.request("/");
+    await flushMicrotasks();
+    assert.equal(mw.guard.inFlight, 1);
+    const shed = await app.request("/");
+    assert.equal(shed.status, 503);
+    assert.ok(shed.headers.get("retry-after"));
+    gate.resolve();
+    assert.equal((await first).status, 200);
+    assert.equal(mw.guard.inFlight, 0);
+  });
+
+  test("hono: the app-level body cap answers 413 even when the route parses JSON", async () => {
+    const app = new Hono();
+    app.use(hygiene({ bodyLimitBytes: 10, clock: createManualClock() }));
+    app.post("/json", async (c) => c.json(await c.req.json()));
+    const res = await app.request("/json", post(JSON.stringify({ a: "x".repeat(100) }), { "content-type": "application/json" }));
+    assert.equal(res.status, 413);
+    const ok = await app.request("/json", post(JSON.stringify({ a: 1 }), { "content-type": "application/json" }));
+    assert.deepEqual(await ok.json(), { a: 1 });
+  });
+
+  test("hono: a route-level bodyLimit wins over the app-level cap, larger or smaller", async () => {
+    const app = new Hono();
+    app.use(hygiene({ bodyLimitBytes: 10, clock: createManualClock() }));
+    app.post("/upload", bodyLimit(1000), async (c) => c.text(String((await c.req.arrayBuffer()).byteLength)));
+    app.post("/tiny", bodyLimit(2), async (c) => c.text(await c.req.text()));
+    const big = await app.request("/upload", post("x".repeat(500)));
+    assert.equal(await big.text(), "500");
+    assert.equal((await app.request("/upload", post("x".repeat(1001)))).status, 413);
+    assert.equal((await app.request("/tiny", post("abc"))).status, 413);
+  });
+
+  test("hono: timeout(ms) cuts the route at its own deadline with 408; noTimeout() never does", async () => {
+    const clock = createManualClock();
+    const app = new Hono();
+    app.use(hygiene({ requestTimeoutMs: 1000, drainTimeoutMs: 2000, clock }));
+    const hold = deferred();
+    app.get("/short", timeout(100), async (c) => (await hold.promise, c.text("late")));
+    app.get("/events", noTimeout(), async (c) => (await hold.promise, c.text("stream over")));
+    const short = app.request("/short");
+    const events = app.request("/events");
+    await flushMicrotasks();
+    clock.advance(150);
+    assert.equal((await short).status, 408);
+    clock.advance(60_000);
+    hold.resolve();
+    assert.equal(await (await events).text(), "stream over");
+  });
+
+  test("hono: rateLimit on /login answers 429 + Retry-After per client key, before the handler runs", async () => {
+    const clock = createManualClock();
+    let checks = 0;
+    const app = new Hono();
+    app.post("/login", rateLimit({ limiter: createFixedWindowLimiter({ limit: 2, windowMs: 60_000, clock, name: "auth" }) }), (c) => (checks++, c.text("checked")));
+    const from = (address: string) => ({ peer: { address } });
+    for (let i = 0; i < 2; i++) assert.equal((await app.request("/login", { method: "POST" }, from("10.0.0.1"))).status, 200);
+    const denied = await app.request("/login", { method: "POST" }, from("10.0.0.1"));
+    assert.equal(denied.status, 429);
+    assert.equal(denied.headers.get("retry-after"), "60");
+    assert.equal((await app.request("/login", { method: "POST" }, from("10.0.0.2"))).status, 200);
+    assert.equal(checks, 3);
+  });
+
+  test("hono: rateLimit reads the peer from Bun.serve, Deno.serve and @hono/node-server env shapes", async () => {
+    const clock = createManualClock();
+    const app = new Hono();
+    app.get("/", rateLimit({ limiter: createFixedWindowLimiter({ limit: 1, clock }) }), (c) => c.text("ok"));
+    const envs = [
+      { requestIP: () => ({ address: "10.1.1.1", port: 1 }) },
+      { remoteAddr: { hostname: "10.2.2.2", port: 1 } },
+      { incoming: { socket: { remoteAddress: "10.3.3.3", remotePort: 1 } } },
+    ];
+    for (const env of envs) {
+      assert.equal((await app.request("/", {}, env)).status, 200);
+      assert.equal((await app.request("/", {}, env)).status, 429, JSON.stringify(env));
+    }
+  });
+
+  test("hono: inFlightCap refuses a client at its cap with 429 and frees the slot when the handler settles", async () => {
+    const gate = deferred();
+    const app = new Hono();
+    app.get("/export", inFlightCap({ perKey: 1 }), async (c) => (await gate.promise, c.text("done")));
+    const env = { peer: { address: "10.0.0.9" } };
+    const first = app.request("/export", {}, env);
+    await flushMicrotasks();
+    assert.equal((await app.request("/export", {}, env)).status, 429);
+    gate.resolve();
+    assert.equal((await first).status, 200);
+    assert.equal((await app.request("/export", {}, env)).status, 200);
+  });
+
+  test("hono: bodyLimit without any guard fails loudly instead of silently not capping", async () => {
+    const app = new Hono();
+    const errors: Error[] = [];
+    app.onError((error, c) => (errors.push(error), c.text("error", 500)));
+    app.post("/upload", bodyLimit(10), (c) => c.text("no cap"));
+    assert.equal((await app.request("/upload", post("x"))).status, 500);
+    assert.match(errors[0]!.message, /no serve-hygiene context: serve the app with serve-hygiene's serve\(\), or add hygiene\(\) before it/);
+  });
+
+  test(`hono: served by the ${runtime} adapter, route pieces adjust the adapter's context over real HTTP`, async () => {
+    const app = new Hono();
+    app.post("/upload", bodyLimit(100_000), async (c) => c.text(String((await c.req.arrayBuffer()).byteLength)));
+    app.post("/small", async (c) => c.text(await c.req.text()));
+    app.post("/login", rateLimit({ limiter: createFixedWindowLimiter({ limit: 1 }) }), (c) => c.text("checked"));
+    const handle = await serveHere(app.fetch, { bodyLimitBytes: 1000 });
+    try {
+      const base = `http://127.0.0.1:${handle.address.port}`;
+      assert.equal(await (await fetch(`${base}/upload`, { method: "POST", body: "x".repeat(50_000) })).text(), "50000");
+      assert.equal((await fetch(`${base}/small`, { method: "POST", body: "x".repeat(5000) })).status, 413);
+      assert.equal((await fetch(`${base}/login`, { method: "POST" })).status, 200);
+      const denied = await fetch(`${base}/login`, { method: "POST" });
+      assert.equal(denied.status, 429, "keyed by the peer address the adapter reported");
+      await denied.text();
+    } finally {
+      await handle.shutdown();
+    }
+  });
+});
