@@ -1,37 +1,82 @@
-// The example edge server — a placeholder until the adapters and the Hono middleware land:
-// a node:http server (which all three runtimes provide) that answers "hello", logs JSON
-// lines, and stops on SIGTERM/Ctrl-C through the runtime's own Host.
-//   deno run -A examples/edge-server.ts | bun run examples/edge-server.ts | npm start
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import { createBunHost } from "../src/adapters/bun/mod.ts";
-import { createDenoHost } from "../src/adapters/deno/mod.ts";
-import { createNodeHost } from "../src/adapters/node/mod.ts";
+// The example edge server: a Hono app behind the full stack.
+//   npm start  |  deno run -A examples/edge-server.ts  |  bun run examples/edge-server.ts
+// Configured from environment variables (see examples/edge/config.ts and the README); logs
+// JSON lines; on SIGTERM (or Ctrl-C) it drains and logs the outcome, then exits with its code.
+import { createFixedWindowLimiter, exitCodeFor, type ServeHandle, type ServeOptions } from "../src/mod.ts";
+import { createPrometheusExporter, createShedLogger } from "../src/prometheus/mod.ts";
+import { createAuthLimiter, createEdgeApp } from "./edge/app.ts";
+import { ConfigError, readEdgeConfig } from "./edge/config.ts";
+
+const log = (record: { level: string; msg: string; [k: string]: unknown }) =>
+  console.log(JSON.stringify({ time: new Date().toISOString(), ...record }, (_k, v) =>
+    v instanceof Error ? { name: v.name, message: v.message } : v === Infinity ? "Infinity" : v));
 
 // The example picks the adapter for the runtime it finds itself on; the library never sniffs.
-const host = typeof Deno !== "undefined" ? createDenoHost() : "Bun" in globalThis ? createBunHost() : createNodeHost();
-const log = (msg: string, fields: Record<string, unknown> = {}) => console.log(JSON.stringify({ msg, ...fields }));
+const runtime = typeof Deno !== "undefined" ? "deno" : "Bun" in globalThis ? "bun" : "node";
+const env: Record<string, string | undefined> = runtime === "deno" ? Deno.env.toObject() : process.env;
 
-const port = Number(process.env.PORT ?? 8000);
-const hostname = process.env.HOST ?? "127.0.0.1";
-if (!Number.isInteger(port) || port < 0 || port > 65535) {
-  console.error(`PORT must be an integer from 0 to 65535: current value is ${JSON.stringify(process.env.PORT)}`);
-  process.exit(2);
+let config;
+try {
+  config = readEdgeConfig(env);
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  console.error(JSON.stringify({ level: "error", msg: "invalid configuration", variable: error.variable, error: error.message }));
+  (runtime === "deno" ? Deno.exit : process.exit)(2);
+  throw error; // unreachable: keeps the type checker sure config is set
 }
 
-const server = createServer((_req, res) => {
-  res.writeHead(200, { "content-type": "text/plain; charset=utf-8" });
-  res.end("hello from serve-hygiene\n");
-});
+const exporter = createPrometheusExporter();
+const shedLog = createShedLogger({ log });
+const ipLimiter = createFixedWindowLimiter({ limit: config.rateLimit, windowMs: config.rateWindowMs, name: "ip" });
+const authLimiter = createAuthLimiter();
+let handle: ServeHandle | undefined;
 
-server.listen(port, hostname, () => {
-  const address = server.address() as AddressInfo;
-  log("listening", { hostname: address.address, port: address.port });
-});
+const app = createEdgeApp({ config, health: () => handle?.health, metrics: () => exporter.render(), authLimiter });
 
-const uninstall = host.onShutdownSignal((signal) => {
-  log("stopping", { signal });
-  uninstall();
-  server.close(() => log("stopped"));
-  server.closeIdleConnections();
-});
+const options: ServeOptions = {
+  port: config.port,
+  hostname: config.hostname,
+  concurrencyLimit: config.concurrencyLimit,
+  maxConnections: config.maxConnections,
+  requestTimeoutMs: config.requestTimeoutMs,
+  bodyLimitBytes: config.bodyLimitBytes,
+  drainTimeoutMs: config.drainTimeoutMs,
+  preStopDelayMs: config.preStopDelayMs,
+  memory: config.rssCeilingBytes === undefined ? undefined : { ceilingBytes: config.rssCeilingBytes, intervalMs: 5_000 },
+  clientKey: { trustedProxies: config.trustedProxies },
+  rateLimits: [{ limiter: ipLimiter, scope: "ip" }],
+  log,
+  onEvent: (event) => {
+    exporter.onEvent(event);
+    shedLog(event);
+  },
+  onError: (error, request) => log({ level: "error", msg: "handler failed", path: new URL(request.url).pathname, error }),
+  onDrained: () => shedLog.flush(),
+};
+
+const adapter = runtime === "deno"
+  ? await import("../src/adapters/deno/mod.ts")
+  : runtime === "bun"
+  ? await import("../src/adapters/bun/mod.ts")
+  : await import("../src/adapters/node/mod.ts");
+
+handle = await adapter.serve(app.fetch, options);
+exporter.observeGuard(handle.guard);
+exporter.observeLimiter("ip", ipLimiter.size);
+exporter.observeLimiter("auth", authLimiter.size);
+log({ level: "info", msg: "listening", runtime, hostname: handle.address.hostname, port: handle.address.port, config });
+
+// Exit with the outcome's code (clean 0, io 1, forced 3, flush 4): on Deno a forced drain
+// can leave a stuck handler's socket open, and only the exit ends it.
+const exit = runtime === "deno" ? Deno.exit : process.exit;
+handle.finished.then(
+  (outcome) => {
+    exporter.recordDrain(outcome);
+    log({ level: outcome.outcome === "clean" ? "info" : "warn", msg: "drained", ...outcome });
+    exit(exitCodeFor(outcome));
+  },
+  (error) => {
+    log({ level: "error", msg: "serve failed", kind: error?.kind, error: error?.cause ?? error });
+    exit(exitCodeFor(error));
+  },
+);
