@@ -33,6 +33,11 @@ export interface DrainOptions {
   preStopDelayMs?: number;
   /** In-flight request work to wait for; without it only `stopAccepting()` is waited for. */
   work?: InFlightWork;
+  /**
+   * Called once the pre-stop delay is over, just before `stopAccepting()`: the moment the
+   * request guard should start refusing new requests (during the delay they are served).
+   */
+  beforeStopAccepting?: () => void;
   /** Must be the controller's clock (firedAt is read on it). @default controller.clock */
   clock?: Clock;
   /** @default controller.log */
@@ -60,6 +65,7 @@ interface _Config {
   preStopDelayMs: number;
   onDrained: (() => unknown) | undefined;
   work: InFlightWork | undefined;
+  beforeStopAccepting: (() => void) | undefined;
   clock: Clock;
   log: Logger;
 }
@@ -113,6 +119,7 @@ export function runUntilDrained(
     preStopDelayMs,
     onDrained: o.onDrained,
     work: o.work,
+    beforeStopAccepting: o.beforeStopAccepting,
     clock: o.clock ?? controller.clock,
     log: o.log ?? controller.log,
   };
@@ -161,7 +168,10 @@ async function _drain(server: Server, controller: ShutdownController, info: Stop
   log({ level: "info", msg: "draining", reason: info.reason, drainTimeoutMs, preStopDelayMs });
   if (preStopDelayMs > 0) await _within(clock, info.at + preStopDelayMs, new Promise(() => {}));
 
-  const stopping = _settled(() => server.stopAccepting(), log, "stop accepting failed");
+  const stopping = _settled(() => {
+    config.beforeStopAccepting?.();
+    return server.stopAccepting();
+  }, log, "stop accepting failed");
   // A broken idle() cannot prove the work finished: wait out the window instead.
   const idle = work === undefined ? Promise.resolve() : _orNever(() => work.idle(), log, "in-flight idle failed");
   const inTime = await _within(clock, deadline, Promise.all([stopping, idle]));

@@ -88,9 +88,12 @@ export type Listen = (
 export async function serveWith(host: Host, listen: Listen, handler: GuardedHandler, options?: ServeOptions): Promise<ServeHandle> {
   const o = _options("serve", options);
   const controller = o.controller ?? createShutdownController({ host });
+  // The draining gate closes when accepting stops, not at the signal: during the pre-stop
+  // delay new requests are still served while readiness already fails.
+  const draining = new AbortController();
   let guard: Guard | undefined;
   try {
-    guard = createGuard({ ...o, shutdown: controller }, host);
+    guard = createGuard({ ...o, shutdown: draining }, host);
     validateLifecycle({
       requestTimeoutMs: guard.config.requestTimeoutMs,
       drainTimeoutMs: guard.config.drainTimeoutMs,
@@ -105,12 +108,15 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       preStopDelayMs: o.preStopDelayMs,
       onDrained: o.onDrained,
       work: guard.work,
+      beforeStopAccepting: () => draining.abort(),
     }).finally(() => {
       guard!.dispose();
       if (o.controller === undefined) controller.dispose();
     });
     if (o.exitOnDrained && host.exit !== undefined) {
-      const exit = host.exit.bind(host);
+      // One macrotask later, so the caller's own reactions to `finished` (logging the
+      // outcome) run before the process ends.
+      const exit = (code: number) => host.clock.setTimeout(() => host.exit!(code), 0);
       finished.then((outcome) => exit(exitCodeFor(outcome)), (error) => exit(exitCodeFor(error)));
     }
     return {

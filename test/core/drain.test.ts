@@ -357,16 +357,21 @@ describe("drain", () => {
 
   test("drain: the pre-stop delay keeps accepting for N ms and counts inside the window", async () => {
     const s = setup();
-    const state = run(s, { drainTimeoutMs: 25_000, preStopDelayMs: 5_000 });
+    const calls: string[] = [];
+    const stop = s.server.stopAccepting.bind(s.server);
+    s.server.stopAccepting = () => (calls.push("stopAccepting"), stop());
+    const state = run(s, { drainTimeoutMs: 25_000, preStopDelayMs: 5_000, beforeStopAccepting: () => void calls.push("before") });
     s.hold();
     s.fake.signal("SIGTERM");
     await tick();
     s.clock.advance(4_999);
     await tick();
     assert.equal(s.server.stopAcceptingCalls, 0, "still accepting during the delay");
+    assert.deepEqual(calls, [], "the guard keeps admitting during the delay");
     s.clock.advance(1);
     await tick();
     assert.equal(s.server.stopAcceptingCalls, 1);
+    assert.deepEqual(calls, ["before", "stopAccepting"], "the guard starts refusing just before accepting stops");
     s.clock.advance(19_999);
     await tick();
     assert.equal(state.settledAt, undefined);
