@@ -63,10 +63,12 @@ export interface LoadMonitor {
  * ```ts
  * import { createLoadMonitor, createManualClock } from "serve-hygiene";
  * const monitor = createLoadMonitor({ clock: createManualClock() });
+ * monitor.start();
  * monitor.record(500);
  * console.assert(monitor.busy);
  * monitor.record(5);
  * console.assert(!monitor.busy);
+ * monitor.dispose();
  * ```
  */
 export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
