@@ -158,7 +158,10 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     key: string | undefined,
     slot: Slot | undefined,
   ) => {
-    const declared = request.headers.has("content-length") ? declaredLength(request.headers) : undefined;
+    // A request without a body (every GET and HEAD) has no framing to check here; a
+    // malformed length on one is answered 400 by the runtime's own HTTP parser.
+    const body = request.body;
+    const declared = body !== null && request.headers.has("content-length") ? declaredLength(request.headers) : undefined;
     if (declared?.kind === "malformed") {
       permit.release();
       slot?.release();
@@ -166,9 +169,9 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     }
     const ctx = new _Context(contextHost, request, now, config.requestTimeoutMs, config.bodyLimitBytes, key);
     let req = request;
-    if (request.body !== null) {
-      const body = limitBody(request.body, { limit: () => ctx.bodyLimitBytes, declared, onOverflow: () => (ctx.overflowed = true) });
-      req = new Request(request, { body, duplex: "half" } as RequestInit);
+    if (body !== null) {
+      const limited = limitBody(body, { limit: () => ctx.bodyLimitBytes, declared, onOverflow: () => (ctx.overflowed = true) });
+      req = new Request(request, { body: limited, duplex: "half" } as RequestInit);
     }
     live.add(ctx);
     return new Promise<Response>((resolve) => {
