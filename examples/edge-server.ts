@@ -44,6 +44,7 @@ const options: ServeOptions = {
   preStopDelayMs: config.preStopDelayMs,
   memory: config.rssCeilingBytes === undefined ? undefined : { ceilingBytes: config.rssCeilingBytes, intervalMs: 5_000 },
   clientKey: { trustedProxies: config.trustedProxies },
+  loadMonitor: config.loadMonitor,
   rateLimits: [{ limiter: ipLimiter, scope: "ip" }],
   log,
   onEvent: (event) => {

@@ -15,6 +15,7 @@ export interface EdgeConfig {
   rssCeilingBytes: number | undefined;
   preStopDelayMs: number;
   trustedProxies: string[];
+  loadMonitor: boolean;
 }
 
 /** A variable that names a bad value. */
@@ -41,6 +42,13 @@ function optional(env: Env, name: string): number | undefined {
   return env[name] === undefined || env[name] === "" ? undefined : integer(env, name, 0);
 }
 
+function onOff(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (raw === "on" || raw === "off") return raw === "on";
+  throw new ConfigError(name, raw, '"on" or "off"');
+}
+
 /** Reads the configuration; throws a {@linkcode ConfigError} naming the first bad variable. */
 export function readEdgeConfig(env: Env): EdgeConfig {
   const port = integer(env, "PORT", 8000, { min: 0 });
@@ -60,5 +68,6 @@ export function readEdgeConfig(env: Env): EdgeConfig {
     rssCeilingBytes: optional(env, "HYGIENE_RSS_CEILING_BYTES"),
     preStopDelayMs: integer(env, "HYGIENE_PRESTOP_DELAY_MS", 0, { min: 0 }),
     trustedProxies: trusted,
+    loadMonitor: onOff(env, "HYGIENE_LOAD_MONITOR", true),
   };
 }

@@ -41,7 +41,10 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
   log?: Logger;
 }
 
-/** What an adapter passes along with each request. */
+/**
+ * What an adapter passes along with each request. `peer` may be a getter: the guard reads
+ * it only when a keyed gate or the handler asks (on Bun, finding the peer costs a call).
+ */
 export interface ServeInfo {
   readonly peer?: PeerAddress;
 }
@@ -110,7 +113,9 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const memory = o.memory === undefined ? undefined : createMemoryCeiling({ ...o.memory, rss: host?.rss, clock, onEvent: o.onEvent });
   const loadOption = o.loadMonitor ?? host !== undefined;
   const load = loadOption === false ? undefined : createLoadMonitor({ ...(loadOption === true ? {} : loadOption), clock });
-  load?.start();
+  // The probe starts with the first request, so start-up work between createGuard() and
+  // serving (module loading, warming caches) is not read as a stalled loop.
+  let loadIdle = load !== undefined;
   const deadlines = o.deadlines === "timers" ? createTimerDeadlines(clock) : createDeadlineWheel({ clock });
   const shutdown = o.shutdown?.signal;
   const keyed = createKeyedGates(o, (event) => _emit(sinks, event));
@@ -167,7 +172,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       slot?.release();
       return Promise.resolve(deny("framing", "malformed-length", 400));
     }
-    const ctx = new _Context(contextHost, request, now, config.requestTimeoutMs, config.bodyLimitBytes, key);
+    const ctx = new _Context(contextHost, request, info, now, config.requestTimeoutMs, config.bodyLimitBytes, key);
     let req = request;
     if (body !== null) {
       const limited = limitBody(body, { limit: () => ctx.bodyLimitBytes, declared, onOverflow: () => (ctx.overflowed = true) });
@@ -187,7 +192,8 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       if (config.requestTimeoutMs !== Infinity) ctx.arm(now);
       let result: Response | Promise<Response>;
       try {
-        result = handler(req, { peer: info?.peer, context: ctx });
+        // The context is also the handler's info object: { peer, context } without another allocation.
+        result = handler(req, ctx);
       } catch (error) {
         result = Promise.reject(error);
       }
@@ -242,7 +248,10 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       if (shutdown?.aborted) return Promise.resolve(deny("draining", "draining", 503, 1000, true));
       if (memory?.shedding) return Promise.resolve(deny("memory", "over-ceiling", 503, 1000));
       const now = clock.now();
-      if (load !== undefined && !load.admit(now)) return Promise.resolve(deny("load", "busy", 503, load.retryAfterMs));
+      if (loadIdle) {
+        loadIdle = false;
+        load!.start();
+      } else if (load !== undefined && !load.admit(now)) return Promise.resolve(deny("load", "busy", 503, load.retryAfterMs));
       if (keyed === undefined) return admit(handler, request, info, now);
       const v = keyed.check(request, info?.peer, now);
       return v instanceof Promise ? v.then((r) => afterKeyed(handler, request, info, now, r)) : afterKeyed(handler, request, info, now, v);
@@ -271,6 +280,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       },
     },
     dispose() {
+      loadIdle = false;
       memory?.dispose();
       load?.dispose();
     },

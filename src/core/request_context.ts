@@ -49,8 +49,11 @@ export interface _ContextHost {
 
 const _clientGone = () => new DOMException("The client disconnected", "AbortError");
 
-/** The guard's implementation of {@linkcode RequestContext}; not exported from the package. */
-export class _Context implements RequestContext {
+/**
+ * The guard's implementation of {@linkcode RequestContext}, and of the handler's
+ * {@linkcode GuardedInfo} (its `context` is itself); not exported from the package.
+ */
+export class _Context implements RequestContext, GuardedInfo {
   bodyLimitBytes: number | undefined;
   readonly startedAt: number;
   readonly key: string | undefined;
@@ -68,18 +71,37 @@ export class _Context implements RequestContext {
   #answered = false;
   readonly #host: _ContextHost;
   readonly #request: Request;
+  readonly #info: { readonly peer?: PeerAddress } | undefined;
   #timeoutMs: number;
   #deadline: TimerHandle | undefined;
   #controller: AbortController | undefined;
   #watching = false;
 
-  constructor(host: _ContextHost, request: Request, startedAt: number, timeoutMs: number, bodyLimit: number | undefined, key: string | undefined) {
+  constructor(
+    host: _ContextHost,
+    request: Request,
+    info: { readonly peer?: PeerAddress } | undefined,
+    startedAt: number,
+    timeoutMs: number,
+    bodyLimit: number | undefined,
+    key: string | undefined,
+  ) {
     this.#host = host;
     this.#request = request;
+    this.#info = info;
     this.startedAt = startedAt;
     this.#timeoutMs = timeoutMs;
     this.bodyLimitBytes = bodyLimit;
     this.key = key;
+  }
+
+  /** The transport peer, read from the adapter's info only when asked. */
+  get peer(): PeerAddress | undefined {
+    return this.#info?.peer;
+  }
+
+  get context(): RequestContext {
+    return this;
   }
 
   get timeoutMs(): number {

@@ -362,6 +362,21 @@ describe("guard: shedding gates", () => {
     guard.dispose();
   });
 
+  test("guard: the load monitor starts with the first request, so start-up work is not read as a stall", async () => {
+    const clock = createManualClock();
+    const guard = createGuard({ clock, loadMonitor: true });
+    assert.equal(clock.pendingTimers, 0, "no probe before serving");
+    clock.advance(5_000); // a long, synchronous start-up
+    const fetch = guard.wrap(() => new Response("ok"));
+    assert.equal((await fetch(GET())).status, 200);
+    assert.equal(guard.load!.running, true);
+    assert.equal((await fetch(GET())).status, 200);
+    clock.advance(10);
+    assert.equal(guard.load!.busy, false, "the first probe measures from the first request");
+    guard.dispose();
+    assert.equal(clock.pendingTimers, 0);
+  });
+
   test("guard: without a Host the load monitor is off and leaves no timer behind", () => {
     const clock = createManualClock();
     const guard = createGuard({ clock });

@@ -3,7 +3,8 @@ import type { GuardedHandler, ServeHandle, ServeOptions } from "../../src/core/m
 import { runtime } from "./runtime.ts";
 
 export async function serveHere(handler: GuardedHandler, options: ServeOptions = {}): Promise<ServeHandle> {
-  const quiet = { log: () => {}, port: 0, ...options };
+  // The load monitor has its own tests; here it would only make a busy CI box shed.
+  const quiet = { log: () => {}, port: 0, loadMonitor: false, ...options };
   if (runtime === "deno") return (await import("../../src/adapters/deno/mod.ts")).serve(handler, quiet);
   if (runtime === "bun") return (await import("../../src/adapters/bun/mod.ts")).serve(handler, quiet);
   return (await import("../../src/adapters/node/mod.ts")).serve(handler, quiet);

@@ -1,4 +1,4 @@
-import { type GuardedHandler, type Listen, type Logger, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { type GuardedHandler, type Listen, type Logger, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
 import { createBunHost, type BunHostOptions } from "./host.ts";
 
 /** Options of the Bun adapter's {@linkcode serve}. */
@@ -13,6 +13,32 @@ export interface BunServeOptions extends ServeOptions, BunHostOptions {
 
 const BUN_DEFAULT_MAX_BODY = 128 * 1024 * 1024;
 
+// requestIP is a call into Bun's server per request: made only if a keyed gate or the
+// handler reads the peer, and at most once.
+interface _RequestIP {
+  requestIP(request: Request): { address: string; port: number; family: string } | null;
+}
+
+class _PeerInfo {
+  #srv: _RequestIP | undefined;
+  #request: Request;
+  #peer: PeerAddress | undefined;
+
+  constructor(srv: _RequestIP, request: Request) {
+    this.#srv = srv;
+    this.#request = request;
+  }
+
+  get peer(): PeerAddress | undefined {
+    if (this.#srv !== undefined) {
+      const ip = this.#srv.requestIP(this.#request);
+      this.#srv = undefined;
+      this.#peer = ip === null ? undefined : { address: ip.address, port: ip.port, family: ip.family === "IPv6" ? "IPv6" : "IPv4" };
+    }
+    return this.#peer;
+  }
+}
+
 /** The Bun.serve binding: listens with the guarded fetch and exposes the core's Server. */
 export function listenBun(options: { maxRequestBodySize?: number; log: Logger }): Listen {
   return (fetch, { port, hostname, config }) => {
@@ -25,8 +51,7 @@ export function listenBun(options: { maxRequestBodySize?: number; log: Logger })
         // Bun's idle timer would cut a request the guard admitted (RUNTIMES.md): the guard's
         // own deadline bounds it instead.
         srv.timeout(request, 0);
-        const ip = srv.requestIP(request);
-        return fetch(request, { peer: ip === null ? undefined : { address: ip.address, port: ip.port, family: ip.family === "IPv6" ? "IPv6" : "IPv4" } });
+        return fetch(request, new _PeerInfo(srv, request));
       },
       error(error) {
         options.log({ level: "error", msg: "guarded handler failed", error });

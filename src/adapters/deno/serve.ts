@@ -1,4 +1,4 @@
-import { type GuardedHandler, type Listen, type Logger, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { type GuardedHandler, type Listen, type Logger, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
 import { createDenoHost, type DenoHostOptions } from "./host.ts";
 
 /** Options of the Deno adapter's {@linkcode serve}. */
@@ -12,9 +12,11 @@ export function listenDeno(options: { log: Logger }): Listen {
       hostname,
       onListen() {},
       handler(request, info) {
-        const remote = info.remoteAddr;
         return fetch(request, {
-          peer: { address: remote.hostname, port: remote.port, family: remote.hostname.includes(":") ? "IPv6" : "IPv4" },
+          get peer(): PeerAddress {
+            const remote = info.remoteAddr;
+            return { address: remote.hostname, port: remote.port, family: remote.hostname.includes(":") ? "IPv6" : "IPv4" };
+          },
         });
       },
       onError(error) {

@@ -43,7 +43,7 @@ export function listenNode(options: NodeListenOptions): Listen {
         res.writeHead(400, { "content-type": "text/plain", connection: "close" }).end("Bad Request");
         return;
       }
-      fetch(request, { peer: peerOf(req) }).then(
+      fetch(request, { get peer() { return peerOf(req); } }).then(
         (response) => writeResponse(res, response, draining),
         (error) => {
           options.log({ level: "error", msg: "guarded handler failed", error });
