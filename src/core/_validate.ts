@@ -47,3 +47,19 @@ export function _options<T extends object>(what: string, value: T | undefined): 
   }
   return value;
 }
+
+/**
+ * The option's value, or `fallback` when it was left out. Only `undefined` means "left
+ * out": `null` is a value, and the validator it is passed to refuses it.
+ */
+export function _given<T, D>(value: T | undefined, fallback: D): T | D {
+  return value === undefined ? fallback : value;
+}
+
+/** A nested options object (`boolean` shorthands are handled by the caller). */
+export function _object<T>(what: string, field: string, value: T): T {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new TypeError(`Cannot ${what} as "${field}" must be an object: current value is ${_show(value)}`);
+  }
+  return value;
+}

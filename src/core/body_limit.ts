@@ -60,6 +60,12 @@ export interface LimitBodyOptions {
   declared?: DeclaredLength;
   /** Told once when the cap is passed, before the stream errors. */
   onOverflow?: (error: BodyTooLargeError) => void;
+  /**
+   * Receives a function that fails the stream with a reason (the request was abandoned: a
+   * deadline, a forced drain): a pending read rejects at once and the source is cancelled,
+   * so a handler blocked on a trickling body is released.
+   */
+  bindFail?: (fail: (reason: unknown) => void) => void;
 }
 
 /**
@@ -83,14 +89,24 @@ export function limitBody(body: ReadableStream<Uint8Array>, options: LimitBodyOp
   let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
   let cap: number | undefined;
   let seen = 0;
+  let failed = false;
+  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, reason: unknown) => {
+    if (failed) return;
+    failed = true;
+    controller.error(reason);
+    (reader ?? body).cancel(reason).catch(() => {});
+  };
   const overflow = (controller: ReadableStreamDefaultController<Uint8Array>, limit: number) => {
+    if (failed) return;
     const error = new BodyTooLargeError(limit);
     options.onOverflow?.(error);
-    controller.error(error);
-    (reader ?? body).cancel(error).catch(() => {});
+    fail(controller, error);
   };
   return new ReadableStream<Uint8Array>(
     {
+      start(controller) {
+        options.bindFail?.((reason) => fail(controller, reason));
+      },
       async pull(controller) {
         if (reader === undefined) {
           cap = options.limit();
@@ -99,6 +115,7 @@ export function limitBody(body: ReadableStream<Uint8Array>, options: LimitBodyOp
           reader = body.getReader();
         }
         const { done, value } = await reader.read();
+        if (failed) return; // failed while the read was pending: the consumer already knows
         if (done) return controller.close();
         seen += value.byteLength;
         if (cap !== undefined && seen > cap) return overflow(controller, cap);

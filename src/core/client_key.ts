@@ -1,4 +1,4 @@
-import { _options, _show } from "./_validate.ts";
+import { _given, _options, _show } from "./_validate.ts";
 import { type _Cidr, _format, _inCidr, type _Ip, _mask, _parseCidr, _parseNode } from "./_ip.ts";
 
 /** Options of {@linkcode createClientKey} and {@linkcode clientKey}. */
@@ -107,7 +107,7 @@ function _forwardedFors(value: string): (string | null)[] {
 export function createClientKey(options?: ClientKeyOptions): ClientKeyFunction {
   const what = "create client key";
   const o = _options(what, options);
-  const proxies = o.trustedProxies ?? [];
+  const proxies = _given(o.trustedProxies, []);
   if (!Array.isArray(proxies)) {
     throw new TypeError(`Cannot ${what} as "trustedProxies" must be an array: current value is ${_show(proxies)}`);
   }
@@ -116,15 +116,15 @@ export function createClientKey(options?: ClientKeyOptions): ClientKeyFunction {
     if (cidr === undefined) throw _invalidCidr(text);
     return cidr;
   });
-  const header = o.proxyHeader ?? "x-forwarded-for";
+  const header = _given(o.proxyHeader, "x-forwarded-for");
   if (header !== "x-forwarded-for" && header !== "forwarded") {
     throw new TypeError(`Cannot ${what} as "proxyHeader" must be "x-forwarded-for" or "forwarded": current value is ${_show(header)}`);
   }
-  const prefix = o.ipv6Prefix ?? 64;
+  const prefix = _given(o.ipv6Prefix, 64);
   if (!Number.isInteger(prefix) || prefix < 1 || prefix > 128) {
     throw new RangeError(`Cannot ${what} as "ipv6Prefix" must be an integer from 1 to 128: current value is ${_show(prefix)}`);
   }
-  const unknownKey = o.unknownKey ?? "unknown";
+  const unknownKey = _given(o.unknownKey, "unknown");
   if (typeof unknownKey !== "string") {
     throw new TypeError(`Cannot ${what} as "unknownKey" must be a string: current value is ${_show(unknownKey)}`);
   }

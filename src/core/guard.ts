@@ -15,7 +15,7 @@ import { createMemoryCeiling, type MemoryCeiling } from "./memory_ceiling.ts";
 import { _Context, type _ContextHost, type GuardedInfo } from "./request_context.ts";
 import { denyResponse } from "./responses.ts";
 import type { PeerAddress } from "./server.ts";
-import { _nonNegativeInt, _options, _positiveIntOrInfinity } from "./_validate.ts";
+import { _given, _nonNegativeInt, _object, _options, _positiveIntOrInfinity, _show } from "./_validate.ts";
 
 /** Options of {@linkcode createGuard}: the service config plus the gates' own settings. */
 export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
@@ -107,16 +107,24 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const onError = o.onError ?? ((error: unknown) => log({ level: "error", msg: "handler failed", error }));
   const concurrency = createConcurrencyLimit({
     limit: config.concurrencyLimit,
-    shedWaitMs: _nonNegativeInt(what, "shedWaitMs", o.shedWaitMs ?? 0),
+    shedWaitMs: _nonNegativeInt(what, "shedWaitMs", _given(o.shedWaitMs, 0)),
     clock,
   });
-  const memory = o.memory === undefined ? undefined : createMemoryCeiling({ ...o.memory, rss: host?.rss, clock, onEvent: o.onEvent });
-  const loadOption = o.loadMonitor ?? host !== undefined;
-  const load = loadOption === false ? undefined : createLoadMonitor({ ...(loadOption === true ? {} : loadOption), clock });
+  const memory = o.memory === undefined
+    ? undefined
+    : createMemoryCeiling({ ..._object(what, "memory", o.memory), rss: host?.rss, clock, onEvent: o.onEvent });
+  const loadOption = _given(o.loadMonitor, host !== undefined);
+  const load = loadOption === false
+    ? undefined
+    : createLoadMonitor({ ...(loadOption === true ? {} : _object(what, "loadMonitor", loadOption)), clock });
   // The probe starts with the first request, so start-up work between createGuard() and
   // serving (module loading, warming caches) is not read as a stalled loop.
   let loadIdle = load !== undefined;
-  const deadlines = o.deadlines === "timers" ? createTimerDeadlines(clock) : createDeadlineWheel({ clock });
+  const deadlineKind = _given(o.deadlines, "wheel");
+  if (deadlineKind !== "wheel" && deadlineKind !== "timers") {
+    throw new TypeError(`Cannot ${what} as "deadlines" must be "wheel" or "timers": current value is ${_show(deadlineKind)}`);
+  }
+  const deadlines = deadlineKind === "timers" ? createTimerDeadlines(clock) : createDeadlineWheel({ clock });
   const shutdown = o.shutdown?.signal;
   const keyed = createKeyedGates(o, (event) => _emit(sinks, event));
   const live = new Set<_Context>();
@@ -175,7 +183,12 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     const ctx = new _Context(contextHost, request, info, now, config.requestTimeoutMs, config.bodyLimitBytes, key);
     let req = request;
     if (body !== null) {
-      const limited = limitBody(body, { limit: () => ctx.bodyLimitBytes, declared, onOverflow: () => (ctx.overflowed = true) });
+      const limited = limitBody(body, {
+        limit: () => ctx.bodyLimitBytes,
+        declared,
+        onOverflow: () => (ctx.overflowed = true),
+        bindFail: (fail) => (ctx.failBody = fail),
+      });
       req = new Request(request, { body: limited, duplex: "half" } as RequestInit);
     }
     live.add(ctx);

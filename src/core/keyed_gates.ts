@@ -7,7 +7,7 @@ import { denyResponse } from "./responses.ts";
 import { createScopedLimiter, type ScopedLimiter } from "./scopes.ts";
 import type { PeerAddress } from "./server.ts";
 import { _emit } from "./_emit.ts";
-import { _show } from "./_validate.ts";
+import { _given, _object, _show } from "./_validate.ts";
 
 /** One budget of gate 4: a limiter, the scope it speaks for, and how a request picks its bucket. */
 export interface RateLimitRule {
@@ -58,12 +58,16 @@ export interface KeyedGates {
  * that throws denies with 429 and a fault event.
  */
 export function createKeyedGates(options: KeyedGatesOptions, sink: EventSink): KeyedGates | undefined {
-  const rules = options.rateLimits ?? [];
+  const rules: readonly RateLimitRule[] = _given(options.rateLimits, []);
   if (!Array.isArray(rules)) {
     throw new TypeError(`Cannot create guard as "rateLimits" must be an array: current value is ${_show(rules)}`);
   }
-  if (rules.length === 0 && options.inFlightPerKey === undefined) return undefined;
-  const keyOf: ClientKeyFunction = typeof options.clientKey === "function" ? options.clientKey : createClientKey(options.clientKey);
+  // Built (and so validated: bad CIDRs throw at startup) even when no gate uses it yet.
+  const keyOf: ClientKeyFunction = typeof options.clientKey === "function"
+    ? options.clientKey
+    : createClientKey(options.clientKey === undefined ? undefined : _object("create guard", "clientKey", options.clientKey));
+  const perKey = options.inFlightPerKey === undefined ? undefined : _object("create guard", "inFlightPerKey", options.inFlightPerKey);
+  if (rules.length === 0 && perKey === undefined) return undefined;
   type Ctx = { request: Request; key: string };
   const scoped: ScopedLimiter<Ctx> | undefined = rules.length === 0 ? undefined : createScopedLimiter<Ctx>({
     scopes: rules.map((rule) => {
@@ -76,9 +80,7 @@ export function createKeyedGates(options: KeyedGatesOptions, sink: EventSink): K
     }),
     onEvent: sink,
   });
-  const inFlight = options.inFlightPerKey === undefined
-    ? undefined
-    : createInFlightLimiter({ overall: Infinity, ...options.inFlightPerKey, onEvent: sink });
+  const inFlight = perKey === undefined ? undefined : createInFlightLimiter({ overall: Infinity, ...perKey, onEvent: sink });
   const headers = options.rateLimitHeaders === true;
 
   return {

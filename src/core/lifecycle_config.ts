@@ -1,4 +1,4 @@
-import { _nonNegativeInt, _options, _positiveInt, _positiveIntOrInfinity } from "./_validate.ts";
+import { _nonNegativeInt, _options, _positiveInt, _positiveIntOrInfinity, _given } from "./_validate.ts";
 
 /** Options of {@linkcode validateLifecycle}. Durations in milliseconds. */
 export interface LifecycleOptions {
@@ -56,11 +56,11 @@ export function validateLifecycle(options: LifecycleOptions): ResolvedLifecycle 
   const o = _options(WHAT, options);
   const requestTimeoutMs = _positiveIntOrInfinity(WHAT, "requestTimeoutMs", o.requestTimeoutMs);
   const drainTimeoutMs = _positiveIntOrInfinity(WHAT, "drainTimeoutMs", o.drainTimeoutMs);
-  const preStopDelayMs = _nonNegativeInt(WHAT, "preStopDelayMs", o.preStopDelayMs ?? 0);
+  const preStopDelayMs = _nonNegativeInt(WHAT, "preStopDelayMs", _given(o.preStopDelayMs, 0));
   const platformGraceMs = o.platformGraceMs === undefined
     ? undefined
     : _positiveInt(WHAT, "platformGraceMs", o.platformGraceMs);
-  const flushMarginMs = _nonNegativeInt(WHAT, "flushMarginMs", o.flushMarginMs ?? 2_000);
+  const flushMarginMs = _nonNegativeInt(WHAT, "flushMarginMs", _given(o.flushMarginMs, 2_000));
 
   if (requestTimeoutMs !== Infinity) {
     _below("requestTimeoutMs", requestTimeoutMs, "drainTimeoutMs", drainTimeoutMs,

@@ -66,6 +66,8 @@ export class _Context implements RequestContext, GuardedInfo {
   straggling = false;
   /** Cleanups registered through onAbandon, created on first use. */
   cleanups: CleanupRegistry | undefined = undefined;
+  /** Fails the request's body stream (a pending read rejects); set by the guard when there is a body. */
+  failBody: ((reason: unknown) => void) | undefined = undefined;
   /** Resolves the guard's answer; set by the guard. */
   resolve: ((res: Response) => void) | undefined = undefined;
   #answered = false;
@@ -151,6 +153,8 @@ export class _Context implements RequestContext, GuardedInfo {
     this.abandonedBy = reason;
     this.#deadline?.cancel();
     this.#controller?.abort(reason);
+    // A handler blocked reading a trickling body would otherwise wait for the client forever.
+    this.failBody?.(reason);
     this.#host.abandonCleanups(this, reason);
   }
 

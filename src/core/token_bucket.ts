@@ -3,7 +3,7 @@ import { systemClock } from "./clock.ts";
 import type { EventSink } from "./events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { createSizeGauge } from "./size_gauge.ts";
-import { _options, _positiveInt } from "./_validate.ts";
+import { _options, _positiveInt, _given } from "./_validate.ts";
 import {
   _badClock,
   _checkCost,
@@ -85,7 +85,7 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
   const o = _options(what, options);
   const ratePerSecond = _positiveFinite(what, "ratePerSecond", o.ratePerSecond);
   const burst = _positiveInt(what, "burst", o.burst);
-  const maxKeys = _positiveInt(what, "maxKeys", o.maxKeys ?? 4096);
+  const maxKeys = _positiveInt(what, "maxKeys", _given(o.maxKeys, 4096));
   const clock = o.clock ?? systemClock;
   const name = _label(what, o.name);
   const sink = o.onEvent;

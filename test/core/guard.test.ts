@@ -147,6 +147,30 @@ describe("guard: request timeout", () => {
     assert.equal(guard.stragglers, 0);
   });
 
+  test("guard: a handler blocked reading a body that never arrives is released at the deadline", async () => {
+    const { guard, clock } = setup({ requestTimeoutMs: 100, drainTimeoutMs: 200 });
+    let cancelled = false;
+    const stalled = new ReadableStream<Uint8Array>({ pull: () => new Promise(() => {}), cancel: () => void (cancelled = true) }, { highWaterMark: 0 });
+    let readError: unknown;
+    const pending = guard.wrap(async (req) => {
+      try {
+        await req.text();
+      } catch (error) {
+        readError = error;
+        throw error;
+      }
+      return new Response("read");
+    })(post(stalled));
+    await flushMicrotasks();
+    clock.advance(120);
+    assert.equal((await pending).status, 408);
+    await flushMicrotasks();
+    assert.equal((readError as DOMException)?.name, "TimeoutError", "the pending read rejected with the deadline");
+    assert.equal(cancelled, true, "no more is read from the source");
+    assert.equal(guard.inFlight, 0);
+    assert.equal(guard.stragglers, 0);
+  });
+
   test("guard: a route can disable its timeout (SSE) or change it", async () => {
     const { guard, clock } = setup({ requestTimeoutMs: 1000, drainTimeoutMs: 2000 });
     const gate = deferred();

@@ -34,7 +34,10 @@ export function listenNode(options: NodeListenOptions): Listen {
     }, (req: IncomingMessage, res: ServerResponse) => {
       const client = new AbortController();
       res.once("close", () => {
-        if (!res.writableFinished) client.abort(new DOMException("The client disconnected", "AbortError"));
+        if (!res.writableFinished || !req.complete) client.abort(new DOMException("The client disconnected", "AbortError"));
+        // Once its response is done node forgets a request whose body never finished: it
+        // would never emit end, error or close, and a handler reading it would wait forever.
+        if (!req.complete) req.destroy();
       });
       let request: Request;
       try {

@@ -78,7 +78,7 @@ export async function writeResponse(res: ServerResponse, response: Response, dra
     if (key !== "set-cookie") flat.push(key, value);
   });
   for (const cookie of response.headers.getSetCookie()) flat.push("set-cookie", cookie);
-  if (close) flat.push("connection", "close");
+  if (close && !response.headers.has("connection")) flat.push("connection", "close");
   res.writeHead(response.status, response.statusText || undefined, flat);
   const body = response.body;
   if (body === null || res.req.method === "HEAD") {
