@@ -1,0 +1,105 @@
+// Reliability: the two process-wide gates, driven for real. A handler allocates until the
+// child's RSS passes its memory ceiling: new requests get 503 + Retry-After, and admission
+// resumes by itself (the sampler, no request needed) once the memory is given back. A handler
+// blocks the event loop: the load monitor turns busy, new requests get 503, and it turns
+// normal after the stall — once, without flapping. The guard's state is read through the
+// fixture's unguarded /__stats side door, which answers even while the guard sheds.
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { runtime } from "../support/runtime.ts";
+import { delay, records, startServer, statsUntil, within } from "../support/reliability.ts";
+
+const LONG = { timeout: 60_000 };
+
+describe(`reliability (${runtime}): memory ceiling and event-loop stall`, () => {
+  test(`reliability (${runtime}): a handler allocating past the memory ceiling → new requests get 503 + Retry-After without reaching a handler; admission resumes by itself once memory falls back`, LONG, async () => {
+    // Ceiling = the child's RSS at startup + 64 MB, sampled every 100 ms.
+    const server = await startServer({ MEMORY_HEADROOM_MB: "64" });
+    try {
+      const calm = await server.stats();
+      assert.equal(calm.memoryShedding, false);
+      const first = await within(fetch(server.url("/")), "GET / below the ceiling");
+      assert.equal(first.status, 200);
+      await first.body?.cancel();
+
+      const alloc = await within(fetch(server.url("/alloc?overMb=16")), "GET /alloc");
+      assert.equal(alloc.status, 200, "the allocating request itself was admitted");
+      assert.ok(Number(await alloc.text()) > calm.ceiling!);
+
+      const shedding = await statsUntil(server, (s) => s.memoryShedding === true, "the sampler noticing RSS over the ceiling");
+      assert.ok(shedding.rss! > shedding.ceiling!);
+      for (let i = 0; i < 5; i++) {
+        const res = await within(fetch(server.url(`/slow?id=shed-${i}&ms=1`)), "a request while shedding");
+        assert.equal(res.status, 503);
+        assert.match(res.headers.get("retry-after") ?? "", /^[1-9][0-9]*$/);
+        assert.equal(await res.text(), "Service Unavailable");
+      }
+      assert.equal(records(server.child, "started").length, 0, "a handler ran while the ceiling was shedding");
+
+      // Give the memory back (drop the hoard, force a collection); no request is sent until the
+      // sampler alone has cleared the flag.
+      const freed = await server.free();
+      assert.equal(freed.collected, true);
+      const resumed = await statsUntil(server, (s) => s.memoryShedding === false, "the sampler clearing the flag by itself");
+      assert.ok(resumed.rss! <= resumed.ceiling!);
+      for (let i = 0; i < 3; i++) {
+        const res = await within(fetch(server.url(`/slow?id=after-${i}&ms=1`)), "a request after memory fell back");
+        assert.equal(res.status, 200);
+        assert.equal(await res.text(), "done");
+      }
+      const st = await server.stats();
+      assert.equal(st.inFlight, 0);
+    } finally {
+      server.child.kill();
+    }
+  });
+
+  test(`reliability (${runtime}): a handler blocking the event loop → the load monitor turns busy and new requests get 503; after the stall it turns normal once, without flapping, and admits again`, LONG, async () => {
+    // Watermarks 150 ms / 30 ms (the defaults are 40 / 15): a stall of 200 ms slices is above
+    // both, while a busy CI box's scheduling hiccups stay below them (no false flap).
+    const server = await startServer({ LOAD_MONITOR: "1", LOAD_HIGH_MS: "150", LOAD_LOW_MS: "30" });
+    try {
+      // Calm first: the monitor must not be busy (nor have been) before the stall.
+      await delay(300);
+      assert.equal((await server.stats()).loadBusy, false);
+      const warm = await within(fetch(server.url("/")), "GET / before the stall");
+      assert.equal(warm.status, 200);
+      await warm.body?.cancel();
+      assert.deepEqual(records(server.child, "load"), [], "the monitor turned busy before any stall");
+
+      // 1.5 s of 250 ms busy-wait slices; between slices one timer turn lets the probe tick and
+      // the side door answer.
+      const block = within(fetch(server.url("/block?id=stall&ms=1500&slice=250")), "GET /block").then(async (r) => [r.status, await r.text()]);
+      await statsUntil(server, (s) => s.loadBusy === true, "the monitor turning busy during the stall");
+      const during = await Promise.all(
+        Array.from({ length: 4 }, (_, i) =>
+          within(fetch(server.url(`/slow?id=stall-${i}&ms=1`)), "a request during the stall").then(async (r) => ({
+            status: r.status,
+            retryAfter: r.headers.get("retry-after"),
+            body: await r.text(),
+          }))
+        ),
+      );
+      for (const r of during) {
+        assert.equal(r.status, 503, JSON.stringify(during));
+        assert.match(r.retryAfter ?? "", /^[1-9][0-9]*$/);
+      }
+      assert.deepEqual(await block, [200, "unblocked"], "the blocking request itself completes");
+      assert.equal(records(server.child, "started").length, 0, "a request was admitted during the stall");
+
+      await statsUntil(server, (s) => s.loadBusy === false, "the monitor turning normal after the stall");
+      // Normal, and it stays normal: ten requests over ~0.5 s are all admitted.
+      for (let i = 0; i < 10; i++) {
+        const res = await within(fetch(server.url(`/slow?id=after-${i}&ms=1`)), "a request after the stall");
+        assert.equal(res.status, 200);
+        await res.body?.cancel();
+        await delay(50);
+      }
+      // Every transition the fixture saw (it samples load.busy every 2 ms): one rise, one fall.
+      const transitions = records(server.child, "load").map((r) => r.load);
+      assert.deepEqual(transitions, ["busy", "normal"], `transitions: ${JSON.stringify(records(server.child, "load"))}`);
+    } finally {
+      server.child.kill();
+    }
+  });
+});

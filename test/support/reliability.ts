@@ -1,0 +1,238 @@
+// Helpers of the reliability suite (test/reliability/): the fixture server as a child
+// process, bounded waits, its JSON lines and its unguarded /__stats side door, and a raw
+// loopback socket that records exactly what came back and how the connection ended.
+import assert from "node:assert/strict";
+import { connect, type Socket } from "node:net";
+import { type Child, startChild } from "./runtime.ts";
+
+export const FIXTURE = "test/fixtures/reliability_server.ts";
+/** Every wait in the suite is bounded by this unless it says otherwise. */
+export const BOUND_MS = 15_000;
+
+/** What /__stats reports, read from `handle.guard` outside the guard. */
+export interface Stats {
+  readonly inFlight: number;
+  readonly stragglers: number;
+  readonly perKeyInFlight: number | null;
+  readonly perKeySize: number | null;
+  readonly loadBusy: boolean | null;
+  readonly memoryShedding: boolean | null;
+  readonly rss: number | null;
+  readonly ceiling: number | null;
+}
+
+export interface Running {
+  readonly child: Child;
+  readonly port: number;
+  readonly url: (path: string) => string;
+  /** The guard's live state; never refused, never counted in flight. */
+  stats(key?: string): Promise<Stats>;
+  /** Drops what /alloc hoarded and forces a collection. */
+  free(): Promise<{ collected: boolean; rss: number }>;
+}
+
+export async function startServer(env: Record<string, string>): Promise<Running> {
+  const child = startChild(FIXTURE, env);
+  try {
+    const line = await child.waitForLine(/"listening":true/, BOUND_MS);
+    const { port, controlPort } = JSON.parse(line) as { port: number; controlPort: number };
+    assert.ok(port > 0 && controlPort > 0, line);
+    const control = (path: string) => `http://127.0.0.1:${controlPort}${path}`;
+    return {
+      child,
+      port,
+      url: (path) => `http://127.0.0.1:${port}${path}`,
+      stats: async (key) => {
+        const res = await within(fetch(control(`/__stats${key === undefined ? "" : `?key=${encodeURIComponent(key)}`}`)), "GET /__stats");
+        return (await res.json()) as Stats;
+      },
+      free: async () => {
+        const res = await within(fetch(control("/__free"), { method: "POST" }), "POST /__free");
+        return (await res.json()) as { collected: boolean; rss: number };
+      },
+    };
+  } catch (error) {
+    child.kill();
+    throw error;
+  }
+}
+
+/** Rejects when `promise` has not settled within `ms`, so no test can hang. */
+export function within<T>(promise: Promise<T>, what: string, ms = BOUND_MS): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms)));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+export const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Polls `check` every 20 ms until it returns true; rejects with `what()` after `ms`. */
+export async function waitUntil(check: () => boolean | Promise<boolean>, what: () => string, ms = BOUND_MS): Promise<void> {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > end) throw new Error(`${what()}: not within ${ms} ms`);
+    await delay(20);
+  }
+}
+
+/** Polls /__stats until `ok` holds; returns the stats that satisfied it. */
+export async function statsUntil(server: Running, ok: (s: Stats) => boolean, what: string, ms = BOUND_MS, key?: string): Promise<Stats> {
+  let last: Stats | undefined;
+  await waitUntil(async () => ok((last = await server.stats(key))), () => `${what}; last stats ${JSON.stringify(last)}`, ms);
+  return last!;
+}
+
+/** The child's stdout lines that are JSON objects with `key`. */
+export function records(child: Child, key: string): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const line of child.stdout().split("\n")) {
+    if (!line.startsWith("{")) continue;
+    try {
+      const record = JSON.parse(line) as Record<string, unknown>;
+      if (key in record) out.push(record);
+    } catch {
+      // a partial line still being written
+    }
+  }
+  return out;
+}
+
+/** Waits until the child has printed `count` records with `key` (and `value`, when given). */
+export async function waitForRecord(child: Child, key: string, what: string, value?: unknown): Promise<Record<string, unknown>> {
+  let hit: Record<string, unknown> | undefined;
+  await waitUntil(
+    () => (hit = records(child, key).find((r) => value === undefined || r[key] === value)) !== undefined,
+    () => `${what}; stdout:\n${child.stdout()}\nstderr:\n${child.stderr()}`,
+  );
+  return hit!;
+}
+
+/** A parsed response; `complete` is false when the connection ended before the framed body did. */
+export interface Parsed {
+  readonly status: number;
+  readonly headers: ReadonlyMap<string, string>;
+  readonly body: string;
+  readonly complete: boolean;
+  /** Bytes of the buffer this response used (when complete). */
+  readonly used: number;
+}
+
+/** Parses one HTTP/1.1 response at the front of `buf`; undefined when the head is not whole. */
+export function parseResponse(buf: Buffer, ended: boolean): Parsed | undefined {
+  const headEnd = buf.indexOf("\r\n\r\n");
+  if (headEnd < 0) return undefined;
+  const [statusLine, ...lines] = buf.subarray(0, headEnd).toString("latin1").split("\r\n");
+  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine ?? "")?.[1]);
+  if (!Number.isInteger(status)) throw new Error(`bad status line ${JSON.stringify(statusLine)}`);
+  const headers = new Map<string, string>();
+  for (const line of lines) {
+    const colon = line.indexOf(":");
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    headers.set(name, headers.has(name) ? `${headers.get(name)}, ${value}` : value);
+  }
+  const at = headEnd + 4;
+  if (/chunked/i.test(headers.get("transfer-encoding") ?? "")) {
+    const parts: Buffer[] = [];
+    let p = at;
+    for (;;) {
+      const lineEnd = buf.indexOf("\r\n", p);
+      if (lineEnd < 0) break;
+      const size = parseInt(buf.subarray(p, lineEnd).toString("latin1"), 16);
+      if (!Number.isInteger(size) || buf.length < lineEnd + 2 + size + 2) break;
+      parts.push(buf.subarray(lineEnd + 2, lineEnd + 2 + size));
+      p = lineEnd + 2 + size + 2;
+      if (size === 0) {
+        return { status, headers, body: Buffer.concat(parts).toString("utf8"), complete: true, used: p };
+      }
+    }
+    if (!ended) return undefined;
+    return { status, headers, body: Buffer.concat(parts).toString("utf8"), complete: false, used: buf.length };
+  }
+  const length = headers.get("content-length");
+  if (length !== undefined) {
+    const n = Number(length);
+    if (buf.length >= at + n) return { status, headers, body: buf.subarray(at, at + n).toString("utf8"), complete: true, used: at + n };
+    if (!ended) return undefined;
+    return { status, headers, body: buf.subarray(at).toString("utf8"), complete: false, used: buf.length };
+  }
+  if (!ended) return undefined;
+  return { status, headers, body: buf.subarray(at).toString("utf8"), complete: true, used: buf.length };
+}
+
+/** One client socket to 127.0.0.1 that records everything it receives and how it ended. */
+export interface Sock {
+  write(data: string | Uint8Array): boolean;
+  /** Everything received so far that no `response()` has consumed. */
+  received(): Buffer;
+  /** The next whole response (rejects if the connection ends first). */
+  response(ms?: number): Promise<Parsed>;
+  /** Settles when the connection has ended: "end" (the server closed it) or "reset" (an error such as ECONNRESET). */
+  readonly closed: Promise<"end" | "reset">;
+  isClosed(): boolean;
+  destroy(): void;
+}
+
+/** Connects to 127.0.0.1:`port`, optionally from a given loopback source address (127.0.0.2, …). */
+export function openSock(port: number, localAddress?: string): Promise<Sock> {
+  return new Promise((resolve, reject) => {
+    const socket: Socket = connect({ host: "127.0.0.1", port, ...(localAddress === undefined ? {} : { localAddress }) });
+    let buffer = Buffer.alloc(0);
+    let ended = false;
+    let how: "end" | "reset" = "end";
+    let wake: (() => void) | undefined;
+    let markClosed!: (how: "end" | "reset") => void;
+    const closed = new Promise<"end" | "reset">((r) => (markClosed = r));
+    const onConnectError = (error: Error) => reject(error);
+    socket.once("error", onConnectError);
+    socket.on("data", (chunk: Buffer) => {
+      buffer = Buffer.concat([buffer, chunk]);
+      wake?.();
+    });
+    socket.on("close", () => {
+      ended = true;
+      markClosed(how);
+      wake?.();
+    });
+    socket.once("connect", () => {
+      socket.off("error", onConnectError);
+      socket.on("error", () => (how = "reset"));
+      resolve({
+        write: (data) => (socket.destroyed ? false : socket.write(data)),
+        received: () => buffer,
+        async response(ms = BOUND_MS) {
+          return await within((async () => {
+            for (;;) {
+              const parsed = parseResponse(buffer, ended);
+              if (parsed !== undefined && parsed.complete) {
+                buffer = buffer.subarray(parsed.used);
+                return parsed;
+              }
+              if (ended) throw new Error(`connection ${how} before a whole response; got ${JSON.stringify(buffer.toString("latin1").slice(0, 300))}`);
+              await new Promise<void>((r) => (wake = r));
+            }
+          })(), "a response", ms);
+        },
+        closed,
+        isClosed: () => ended,
+        destroy: () => socket.destroy(),
+      });
+    });
+  });
+}
+
+/** Sends `head` (+ `body`) on a fresh connection and returns the first response. */
+export async function rawRequest(port: number, head: string, body: string | Uint8Array = ""): Promise<Parsed> {
+  const sock = await openSock(port);
+  try {
+    sock.write(head);
+    if (body.length > 0) sock.write(body);
+    return await sock.response();
+  } finally {
+    sock.destroy();
+  }
+}
+
+/** One chunk of a chunked body. */
+export const chunk = (text: string) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
