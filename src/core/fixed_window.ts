@@ -44,7 +44,10 @@ interface _Window {
  *
  * A denied unseen key at the cap gets `retryAfterMs` = the time until the earliest stored
  * window ends (a lower bound: the limiter tracks it without scanning, and only scans when
- * that time has come, so a flood of unseen keys costs O(1) per request). A denied `take`
+ * that time has come, so a flood of unseen keys against a table of live windows costs O(1)
+ * per request). The cost to know: when stored windows keep ending one by one while unseen
+ * keys keep arriving (a churning flood at the cap), each unseen key may scan the table and
+ * free few slots — measured ~15 µs per such key at 4,096 keys. A denied `take`
  * counts nothing. A cost above `limit` throws a RangeError (it could never pass).
  *
  * Fails closed: a non-finite clock reading, a corrupt entry or any internal error denies
