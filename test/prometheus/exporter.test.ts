@@ -323,6 +323,9 @@ describe("prometheus exporter: live gauges", () => {
   test("prometheus exporter: the load gauges follow the monitor: delay in seconds, busy, admitted share", async () => {
     const { guard, scrape } = setup({ loadMonitor: { smoothing: 0.5 } });
     let text = await scrape();
+    assert.deepEqual(samplesOf(text, "serve_hygiene_event_loop_delay_seconds"), [], "the probe starts with the first request");
+    await guard.wrap(() => new Response("ok"))(new Request("http://localhost/"));
+    text = await scrape();
     assert.equal(valueOf(text, "serve_hygiene_event_loop_busy"), 0);
     assert.equal(valueOf(text, "serve_hygiene_admit_share"), 1);
     assert.equal(valueOf(text, "serve_hygiene_event_loop_delay_seconds"), 0);
