@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // `npm run bench [-- file-filter]`: runs every bench/*.bench.ts on Node, Deno and Bun in
-// turn. Not part of `npm test`: timing belongs here, never in a test.
+// turn, then — with no filter, or with the filter "http" — the HTTP suite
+// (bench/http/run.mjs, also `npm run bench:http [-- part …]`). Not part of `npm test`:
+// timing belongs here, never in a test.
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -28,5 +30,10 @@ for (const file of files) {
     const r = spawnSync(exe, args, { cwd: root, stdio: "inherit", timeout: 10 * 60_000 });
     if (r.status !== 0) failed++;
   }
+}
+if (filter === "" || filter === "http") {
+  console.log("\n### HTTP suite (bench/http/run.mjs)");
+  const r = spawnSync(process.execPath, [join(root, "bench", "http", "run.mjs")], { cwd: root, stdio: "inherit", timeout: 40 * 60_000 });
+  if (r.status !== 0) failed++;
 }
 process.exit(failed ? 1 : 0);

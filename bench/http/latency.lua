@@ -1,0 +1,59 @@
+-- wrk script for overload runs: every request carries its send time (x-t, microseconds of
+-- CLOCK_MONOTONIC), the server echoes it, and each 2xx response is timed on arrival — so
+-- the latency figures cover admitted requests only (wrk's own histogram mixes in the 503s).
+local ffi = require("ffi")
+ffi.cdef [[
+  typedef struct { long tv_sec; long tv_nsec; } bench_timespec;
+  int clock_gettime(int clk_id, bench_timespec *tp);
+]]
+local ts = ffi.new("bench_timespec")
+local function now_us()
+  ffi.C.clock_gettime(1, ts) -- CLOCK_MONOTONIC
+  return tonumber(ts.tv_sec) * 1000000 + math.floor(tonumber(ts.tv_nsec) / 1000)
+end
+
+-- Per thread: histogram of 2xx latency in 10 µs buckets, and status counts.
+hist = {}
+ok, refused, other, untimed = 0, 0, 0, 0
+
+request = function()
+  return wrk.format(nil, nil, { ["x-t"] = tostring(now_us()) })
+end
+
+response = function(status, headers, body)
+  if status >= 200 and status < 300 then
+    ok = ok + 1
+    local sent = tonumber(headers["x-t"] or headers["X-T"])
+    if sent then
+      local bucket = math.floor((now_us() - sent) / 10)
+      hist[bucket] = (hist[bucket] or 0) + 1
+    else
+      untimed = untimed + 1
+    end
+  elseif status == 503 then
+    refused = refused + 1
+  else
+    other = other + 1
+  end
+end
+
+local threads = {}
+setup = function(thread)
+  table.insert(threads, thread)
+end
+
+done = function(summary, latency, requests)
+  local merged, counts = {}, { ok = 0, refused = 0, other = 0, untimed = 0 }
+  for _, t in ipairs(threads) do
+    for k, _ in pairs(counts) do counts[k] = counts[k] + t:get(k) end
+    for b, c in pairs(t:get("hist")) do merged[b] = (merged[b] or 0) + c end
+  end
+  local parts = {}
+  for b, c in pairs(merged) do table.insert(parts, string.format("[%d,%d]", b * 10, c)) end
+  local e = summary.errors
+  io.write(string.format(
+    'WRK {"requests":%d,"durationUs":%d,"non2xx":%d,"connectErrors":%d,"readErrors":%d,"writeErrors":%d,"timeouts":%d,' ..
+    '"ok":%d,"refused":%d,"other":%d,"untimed":%d,"okHistUs":[%s]}\n',
+    summary.requests, summary.duration, e.status, e.connect, e.read, e.write, e.timeout,
+    counts.ok, counts.refused, counts.other, counts.untimed, table.concat(parts, ",")))
+end

@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+// The benchmark suite over real HTTP (and the in-process figures that sit beside it).
+//   node bench/http/run.mjs [hot] [overload] [limiters] [drain] [size] [--runs=3] [--runtimes=node,deno,bun] [--quick]
+//   overload also takes --limit=N (serve-hygiene's concurrency limit) and --sweep=1,2,4,… (a limit sweep,
+//   written to overload-sweep.md instead)
+// No part named: all five. Each server is a child pinned with `taskset -c 1`; the load
+// generator (wrk -t1, else autocannon) is pinned with `taskset -c 0`; load goes to 127.0.0.1
+// only; every run is bounded in time; each figure is the median of --runs runs, and the
+// cases compared are interleaved run by run. Writes bench/results/<part>.{md,json[,svg]}.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { busyOthers, compileForNode, detectLoadGenerator, environment, root } from "./_lib.mjs";
+import { hotPath } from "./part_hot.mjs";
+import { overload } from "./part_overload.mjs";
+import { drain } from "./part_drain.mjs";
+import { limiters } from "./part_limiters.mjs";
+import { size } from "./part_size.mjs";
+
+const PARTS = { hot: hotPath, overload, limiters, drain, size };
+const argv = process.argv.slice(2);
+const flag = (name, fallback) => argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? fallback;
+const quick = argv.includes("--quick");
+const named = argv.filter((a) => !a.startsWith("--"));
+for (const n of named) if (!(n in PARTS)) throw new Error(`unknown part "${n}": choose from ${Object.keys(PARTS).join(", ")}`);
+const parts = named.length ? named : Object.keys(PARTS);
+const opts = {
+  runs: Number(flag("runs", quick ? 1 : 3)),
+  runtimes: flag("runtimes", "node,deno,bun").split(","),
+  quick,
+  ...(flag("limit") === undefined ? {} : { limit: Number(flag("limit")) }),
+  ...(flag("sweep") === undefined ? {} : { sweep: flag("sweep").split(",").map(Number) }),
+};
+if (opts.runs < 1) throw new Error("--runs must be at least 1");
+
+const results = join(root, "bench", "results");
+mkdirSync(results, { recursive: true });
+const needsHttp = parts.some((p) => p === "hot" || p === "overload" || p === "drain");
+const gen = needsHttp ? detectLoadGenerator() : undefined;
+if (parts.some((p) => p !== "size")) compileForNode();
+const env = environment(gen);
+const started = Date.now();
+for (const part of parts) {
+  const t0 = Date.now();
+  console.log(`\n## ${part} (${opts.runs} run${opts.runs > 1 ? "s" : ""} per figure)`);
+  const others = await busyOthers();
+  if (others.length) console.log(`WARNING: other processes are busy on this machine and will distort the figures: ${others.join(", ")}`);
+  const out = await PARTS[part]({ ...opts, gen, env });
+  for (const [name, text] of Object.entries(out.files)) writeFileSync(join(results, name), text);
+  console.log(out.summary);
+  console.log(`(${part}: ${((Date.now() - t0) / 1000).toFixed(0)} s; wrote ${Object.keys(out.files).map((f) => `bench/results/${f}`).join(", ")})`);
+}
+console.log(`\nHTTP suite done in ${((Date.now() - started) / 60000).toFixed(1)} min`);

@@ -1,0 +1,125 @@
+// What every benchmark server shares, whatever runtime serves it: the handlers, the Hono
+// apps, and the guard options "every gate on, none tripping". Each server file
+// (node.ts, deno.ts, bun.ts, fastify.ts) picks a variant from argv and prints
+// `{"listening":PORT}` once it accepts connections.
+import { Hono, type MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { timeout } from "hono/timeout";
+import { rateLimiter } from "hono-rate-limiter";
+import { createFixedWindowLimiter, type Host, type ServeOptions } from "../../../src/mod.ts";
+import { hygiene } from "../../../src/hono/mod.ts";
+
+export const BODY = "hello";
+/** CPU burned per request by /burn and /burn-async. */
+export const BURN_MS = 2;
+
+/** Spins for `ms` of wall time on the event loop (the server is pinned to one core). */
+export function burn(ms = BURN_MS): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) { /* spin */ }
+}
+
+/** One event-loop turn (setImmediate: all three runtimes have it, without setTimeout's 1 ms clamp). */
+export const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The load generator's send timestamp, echoed so it can time 2xx responses one by one. */
+export const echo = (request: Request): Record<string, string> => {
+  const t = request.headers.get("x-t");
+  return t === null ? { "content-type": "text/plain" } : { "content-type": "text/plain", "x-t": t };
+};
+
+/**
+ * The part-2 and part-4 handlers as one fetch handler: `/burn` burns 2 ms synchronously,
+ * `/burn-async` yields one turn then burns, `/slow` waits 10 ms on a timer (drain), and
+ * anything else answers "hello". `admitted` counts the calls that reached it.
+ */
+export const counter = { admitted: 0 };
+export async function workHandler(request: Request): Promise<Response> {
+  counter.admitted++;
+  const path = request.url.slice(request.url.indexOf("/", 8));
+  if (path === "/burn") burn();
+  else if (path === "/burn-async") {
+    await turn();
+    burn();
+  } else if (path === "/slow") await sleep(10);
+  return new Response(path === "/" ? BODY : "ok", { headers: echo(request) });
+}
+
+export const helloHandler = (): Response => new Response(BODY, { headers: { "content-type": "text/plain" } });
+
+const GiB = 1024 * 1024 * 1024;
+
+/**
+ * Part 1's "every gate on, none tripping": draining gate, memory ceiling (far above RSS),
+ * load monitor, a per-IP fixed window (every wrk connection shares 127.0.0.1, so its limit
+ * is out of reach), a per-key in-flight cap above the connection count, the concurrency
+ * limit, a body cap and the request deadline.
+ */
+export function allGates(): ServeOptions {
+  return {
+    concurrencyLimit: 1024,
+    requestTimeoutMs: 20_000,
+    bodyLimitBytes: 1024 * 1024,
+    memory: { ceilingBytes: 8 * GiB },
+    loadMonitor: true,
+    rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 1e12, windowMs: 60_000, name: "ip" }), scope: "ip" }],
+    inFlightPerKey: { perKey: 1024 },
+    log: () => {},
+    onDeny: countDenial,
+  };
+}
+
+/**
+ * Refusals by layer, printed to stderr once a second while there are new ones: "none
+ * tripping" is checked, not assumed (the runner reports any non-2xx).
+ */
+const denials: Record<string, number> = {};
+let dirty = false;
+function countDenial(event: { layer: string; reason: string }): void {
+  const key = `${event.layer}/${event.reason}`;
+  denials[key] = (denials[key] ?? 0) + 1;
+  if (!dirty) {
+    dirty = true;
+    setTimeout(() => {
+      dirty = false;
+      console.error(JSON.stringify({ denials }));
+    }, 1000);
+  }
+}
+
+/** The Hono app of part 1: one route answering the same small body. */
+export function helloApp(before: MiddlewareHandler[] = []): Hono {
+  const app = new Hono();
+  for (const m of before) app.use(m);
+  app.get("/", (c) => c.text(BODY));
+  return app;
+}
+
+/** (d) the same app behind serve-hygiene's app-level middleware, every gate on. */
+export function hygieneApp(host: Host): Hono {
+  return helloApp([hygiene(allGates(), host)]);
+}
+
+/**
+ * (e) the peer stack users build today: hono-rate-limiter (memory store, keyed by the
+ * peer IP, a limit out of reach), hono/body-limit (1 MiB) and hono/timeout (20 s).
+ */
+export function peerApp(ipOf: (c: Parameters<MiddlewareHandler>[0]) => string): Hono {
+  return helloApp([
+    rateLimiter({ windowMs: 60_000, limit: 1e12, standardHeaders: "draft-6", keyGenerator: ipOf }),
+    bodyLimit({ maxSize: 1024 * 1024 }),
+    timeout(20_000),
+  ]);
+}
+
+/** Tells the runner where this server listens (it waits for this line). */
+export function announce(port: number): void {
+  console.log(JSON.stringify({ listening: port }));
+}
+
+/** The variant and options the runner passed: `<variant> [concurrencyLimit]`. */
+export function args(argv: readonly string[]): { variant: string; limit: number | undefined; out: string | undefined } {
+  const [variant = "raw", limit, out] = argv;
+  return { variant, limit: limit === undefined || limit === "-" ? undefined : Number(limit), out: out === "-" ? undefined : out };
+}
