@@ -172,8 +172,10 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     slot: Slot | undefined,
   ) => {
     // A request without a body (every GET and HEAD) has no framing to check here; a
-    // malformed length on one is answered 400 by the runtime's own HTTP parser.
-    const body = request.body;
+    // malformed length on one is answered 400 by the runtime's own HTTP parser. The method
+    // is read first: on a lazily built request (@hono/node-server) reading body builds it.
+    const method = request.method;
+    const body = method === "GET" || method === "HEAD" ? null : request.body;
     const declared = body !== null && request.headers.has("content-length") ? declaredLength(request.headers) : undefined;
     if (declared?.kind === "malformed") {
       permit.release();

@@ -47,7 +47,9 @@ export interface _ContextHost {
   abandonCleanups(ctx: _Context, reason: unknown): void;
 }
 
-const _clientGone = () => new DOMException("The client disconnected", "AbortError");
+// One reason on every runtime (they report a client leaving as AbortError, BadResource or
+// Error("aborted")); the runtime's own reason is kept as the cause.
+const _clientGone = (cause?: unknown) => Object.assign(new DOMException("The client disconnected", "AbortError"), { cause });
 
 /**
  * The guard's implementation of {@linkcode RequestContext}, and of the handler's
@@ -143,8 +145,8 @@ export class _Context implements RequestContext, GuardedInfo {
     if (this.#watching || this.settled) return;
     this.#watching = true;
     const client = this.#request.signal;
-    if (client.aborted) this.abandon(client.reason ?? _clientGone());
-    else client.addEventListener("abort", () => this.abandon(client.reason ?? _clientGone()), { once: true });
+    if (client.aborted) this.abandon(_clientGone(client.reason));
+    else client.addEventListener("abort", () => this.abandon(_clientGone(client.reason)), { once: true });
   }
 
   /** The request is given up before its handler settled: fire the signal and the cleanups, once. */

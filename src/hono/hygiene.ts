@@ -37,7 +37,10 @@ export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddlewar
       await next();
       return c.res;
     });
-    c.res = await guarded(c.req.raw, { peer: peerOf(c) });
+    const res = await guarded(c.req.raw, { get peer() { return peerOf(c); } });
+    // Only a refusal replaces the response: Hono's res setter rebuilds the response it is
+    // given, which would turn the app's own answer into a stream-bodied copy.
+    if (res !== c.res) c.res = res;
   } as HygieneMiddleware;
   Object.defineProperty(middleware, "guard", { value: guard });
   return middleware;

@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import { getRequestListener } from "@hono/node-server";
 import type { Listen, Logger, Server } from "../../core/mod.ts";
-import { peerOf, toRequest, writeResponse } from "./translate.ts";
+import { peerOf } from "./peer.ts";
 
 /** Node-only transport settings of {@linkcode listenNode}. */
 export interface NodeListenOptions {
@@ -25,6 +26,17 @@ export function listenNode(options: NodeListenOptions): Listen {
     const requestTimeout = config.requestTimeoutMs === Infinity ? 300_000 : config.requestTimeoutMs;
     let draining = false;
     let open = 0;
+    // @hono/node-server translates IncomingMessage/ServerResponse to Request/Response: it
+    // measured 4x faster than a translation through undici's own Request/Response (its
+    // lightweight objects build the real ones only when touched), and keeps request and
+    // response bodies streaming with backpressure. Like its serve(), it installs its
+    // compatible Request/Response as globals.
+    const translate = getRequestListener((request, env) => fetch(request, { get peer() { return peerOf(env.incoming as IncomingMessage); } }), {
+      errorHandler: (error) => {
+        options.log({ level: "error", msg: "guarded handler failed", error });
+        return new Response("Internal Server Error", { status: 500, headers: { "content-type": "text/plain" } });
+      },
+    });
     const http: HttpServer = createServer({
       requestTimeout,
       headersTimeout: Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout),
@@ -32,28 +44,22 @@ export function listenNode(options: NodeListenOptions): Listen {
       // How often node checks the two timeouts above (its default, 30 s, lets slowloris linger).
       connectionsCheckingInterval: 1_000,
     }, (req: IncomingMessage, res: ServerResponse) => {
-      const client = new AbortController();
+      // Node forgets a request whose body never finished once its response is done: it
+      // would never emit end, error or close, and a handler reading it would wait forever.
       res.once("close", () => {
-        if (!res.writableFinished || !req.complete) client.abort(new DOMException("The client disconnected", "AbortError"));
-        // Once its response is done node forgets a request whose body never finished: it
-        // would never emit end, error or close, and a handler reading it would wait forever.
         if (!req.complete) req.destroy();
       });
-      let request: Request;
-      try {
-        request = toRequest(req, client.signal, `${hostname}:${port}`);
-      } catch {
-        res.writeHead(400, { "content-type": "text/plain", connection: "close" }).end("Bad Request");
-        return;
+      if (draining) res.setHeader("connection", "close");
+      else if (req.method !== "GET" && req.method !== "HEAD") {
+        // A body left unread (a cap passed, a deadline) would have to be read off the socket
+        // before the connection could serve again: close it instead.
+        const writeHead = res.writeHead;
+        res.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse["writeHead"]>) {
+          if (!req.complete) this.setHeader("connection", "close");
+          return writeHead.apply(this, args);
+        } as ServerResponse["writeHead"];
       }
-      fetch(request, { get peer() { return peerOf(req); } }).then(
-        (response) => writeResponse(res, response, draining),
-        (error) => {
-          options.log({ level: "error", msg: "guarded handler failed", error });
-          if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" }).end("Internal Server Error");
-          else res.destroy();
-        },
-      );
+      void translate(req, res);
     });
     http.on("connection", (socket: Socket) => {
       if (open >= config.maxConnections) {
