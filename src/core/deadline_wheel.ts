@@ -1,6 +1,6 @@
 import type { Clock, TimerHandle } from "./clock.ts";
 import { systemClock } from "./clock.ts";
-import { _options, _positiveInt, _given } from "./_validate.ts";
+import { _given, _options, _positiveInt, _show } from "./_validate.ts";
 
 /** Schedules per-request deadlines. */
 export interface Deadlines {
@@ -145,4 +145,21 @@ export function createTimerDeadlines(clock: Clock = systemClock): Deadlines {
       return pending;
     },
   };
+}
+
+/**
+ * The deadlines of a guard: `"wheel"` (one shared timer, measured faster on all three
+ * runtimes) or `"timers"` (one per request). Anything else is a TypeError.
+ *
+ * @example
+ * ```ts
+ * import { createDeadlines, createManualClock } from "serve-hygiene";
+ * const deadlines = createDeadlines("wheel", createManualClock());
+ * console.assert(deadlines.pending === 0);
+ * ```
+ */
+export function createDeadlines(kind: "wheel" | "timers", clock: Clock = systemClock): Deadlines {
+  if (kind === "wheel") return createDeadlineWheel({ clock });
+  if (kind === "timers") return createTimerDeadlines(clock);
+  throw new TypeError(`Cannot create guard as "deadlines" must be "wheel" or "timers": current value is ${_show(kind)}`);
 }

@@ -4,7 +4,7 @@ import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import { type ConcurrencyLimit, createConcurrencyLimit, type Permit } from "./concurrency_limit.ts";
 import { resolveConfig, type ResolvedConfig, type ServeHygieneConfig } from "./config.ts";
-import { createDeadlineWheel, createTimerDeadlines } from "./deadline_wheel.ts";
+import { createDeadlines } from "./deadline_wheel.ts";
 import type { DenyEvent, DenyLayer, EventSink } from "./events.ts";
 import { _emit } from "./_emit.ts";
 import { consoleLogger, type Host, type Logger } from "./host.ts";
@@ -15,7 +15,7 @@ import { createMemoryCeiling, type MemoryCeiling } from "./memory_ceiling.ts";
 import { _Context, type _ContextHost, type GuardedInfo } from "./request_context.ts";
 import { denyResponse } from "./responses.ts";
 import type { PeerAddress } from "./server.ts";
-import { _given, _nonNegativeInt, _object, _options, _positiveIntOrInfinity, _show } from "./_validate.ts";
+import { _given, _nonNegativeInt, _object, _options, _positiveIntOrInfinity } from "./_validate.ts";
 
 /** Options of {@linkcode createGuard}: the service config plus the gates' own settings. */
 export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
@@ -120,11 +120,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   // The probe starts with the first request, so start-up work between createGuard() and
   // serving (module loading, warming caches) is not read as a stalled loop.
   let loadIdle = load !== undefined;
-  const deadlineKind = _given(o.deadlines, "wheel");
-  if (deadlineKind !== "wheel" && deadlineKind !== "timers") {
-    throw new TypeError(`Cannot ${what} as "deadlines" must be "wheel" or "timers": current value is ${_show(deadlineKind)}`);
-  }
-  const deadlines = deadlineKind === "timers" ? createTimerDeadlines(clock) : createDeadlineWheel({ clock });
+  const deadlines = createDeadlines(_given(o.deadlines, "wheel"), clock);
   const shutdown = o.shutdown?.signal;
   const keyed = createKeyedGates(o, (event) => _emit(sinks, event));
   const live = new Set<_Context>();

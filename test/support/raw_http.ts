@@ -90,8 +90,24 @@ export async function probeNewConnection(port: number, path = "/"): Promise<NewC
   }
 }
 
-/** Parses one response from the front of `buf`, or undefined if it is not whole yet. */
+/** A whole response from the front of `buf`, or undefined if it is not whole yet. */
 function _parse(buf: Buffer, ended: boolean): { response: RawResponse; used: number } | undefined {
+  const p = parseResponse(buf, ended);
+  return p?.complete ? { response: { status: p.status, headers: p.headers, body: p.body }, used: p.used } : undefined;
+}
+
+/** A parsed response; `complete` is false when the connection ended before the framed body did. */
+export interface Parsed {
+  readonly status: number;
+  readonly headers: ReadonlyMap<string, string>;
+  readonly body: string;
+  readonly complete: boolean;
+  /** Bytes of the buffer this response used (when complete). */
+  readonly used: number;
+}
+
+/** Parses one HTTP/1.1 response at the front of `buf`; undefined when the head is not whole. */
+export function parseResponse(buf: Buffer, ended: boolean): Parsed | undefined {
   const headEnd = buf.indexOf("\r\n\r\n");
   if (headEnd < 0) return undefined;
   const [statusLine, ...lines] = buf.subarray(0, headEnd).toString("latin1").split("\r\n");
@@ -104,27 +120,32 @@ function _parse(buf: Buffer, ended: boolean): { response: RawResponse; used: num
     const value = line.slice(colon + 1).trim();
     headers.set(name, headers.has(name) ? `${headers.get(name)}, ${value}` : value);
   }
-  let at = headEnd + 4;
+  const at = headEnd + 4;
   if (/chunked/i.test(headers.get("transfer-encoding") ?? "")) {
     const parts: Buffer[] = [];
+    let p = at;
     for (;;) {
-      const lineEnd = buf.indexOf("\r\n", at);
-      if (lineEnd < 0) return undefined;
-      const size = parseInt(buf.subarray(at, lineEnd).toString("latin1"), 16);
-      if (buf.length < lineEnd + 2 + size + 2) return undefined;
+      const lineEnd = buf.indexOf("\r\n", p);
+      if (lineEnd < 0) break;
+      const size = parseInt(buf.subarray(p, lineEnd).toString("latin1"), 16);
+      if (!Number.isInteger(size) || buf.length < lineEnd + 2 + size + 2) break;
       parts.push(buf.subarray(lineEnd + 2, lineEnd + 2 + size));
-      at = lineEnd + 2 + size + 2;
-      if (size === 0) break; // no trailers expected
+      p = lineEnd + 2 + size + 2;
+      if (size === 0) {
+        return { status, headers, body: Buffer.concat(parts).toString("utf8"), complete: true, used: p };
+      }
     }
-    return { response: { status, headers, body: Buffer.concat(parts).toString("utf8") }, used: at };
+    if (!ended) return undefined;
+    return { status, headers, body: Buffer.concat(parts).toString("utf8"), complete: false, used: buf.length };
   }
   const length = headers.get("content-length");
   if (length !== undefined) {
     const n = Number(length);
-    if (buf.length < at + n) return undefined;
-    return { response: { status, headers, body: buf.subarray(at, at + n).toString("utf8") }, used: at + n };
+    if (buf.length >= at + n) return { status, headers, body: buf.subarray(at, at + n).toString("utf8"), complete: true, used: at + n };
+    if (!ended) return undefined;
+    return { status, headers, body: buf.subarray(at).toString("utf8"), complete: false, used: buf.length };
   }
-  // No framing: the body runs to the end of the connection (1xx/204/304 are not expected here).
   if (!ended) return undefined;
-  return { response: { status, headers, body: buf.subarray(at).toString("utf8") }, used: buf.length };
+  return { status, headers, body: buf.subarray(at).toString("utf8"), complete: true, used: buf.length };
 }
+

@@ -4,6 +4,9 @@
 import assert from "node:assert/strict";
 import { connect, type Socket } from "node:net";
 import { type Child, startChild } from "./runtime.ts";
+import { type Parsed, parseResponse } from "./raw_http.ts";
+
+export { type Parsed, parseResponse };
 
 export const FIXTURE = "test/fixtures/reliability_server.ts";
 /** Every wait in the suite is bounded by this unless it says otherwise. */
@@ -106,59 +109,6 @@ export async function waitForRecord(child: Child, key: string, what: string, val
     () => `${what}; stdout:\n${child.stdout()}\nstderr:\n${child.stderr()}`,
   );
   return hit!;
-}
-
-/** A parsed response; `complete` is false when the connection ended before the framed body did. */
-export interface Parsed {
-  readonly status: number;
-  readonly headers: ReadonlyMap<string, string>;
-  readonly body: string;
-  readonly complete: boolean;
-  /** Bytes of the buffer this response used (when complete). */
-  readonly used: number;
-}
-
-/** Parses one HTTP/1.1 response at the front of `buf`; undefined when the head is not whole. */
-export function parseResponse(buf: Buffer, ended: boolean): Parsed | undefined {
-  const headEnd = buf.indexOf("\r\n\r\n");
-  if (headEnd < 0) return undefined;
-  const [statusLine, ...lines] = buf.subarray(0, headEnd).toString("latin1").split("\r\n");
-  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine ?? "")?.[1]);
-  if (!Number.isInteger(status)) throw new Error(`bad status line ${JSON.stringify(statusLine)}`);
-  const headers = new Map<string, string>();
-  for (const line of lines) {
-    const colon = line.indexOf(":");
-    const name = line.slice(0, colon).trim().toLowerCase();
-    const value = line.slice(colon + 1).trim();
-    headers.set(name, headers.has(name) ? `${headers.get(name)}, ${value}` : value);
-  }
-  const at = headEnd + 4;
-  if (/chunked/i.test(headers.get("transfer-encoding") ?? "")) {
-    const parts: Buffer[] = [];
-    let p = at;
-    for (;;) {
-      const lineEnd = buf.indexOf("\r\n", p);
-      if (lineEnd < 0) break;
-      const size = parseInt(buf.subarray(p, lineEnd).toString("latin1"), 16);
-      if (!Number.isInteger(size) || buf.length < lineEnd + 2 + size + 2) break;
-      parts.push(buf.subarray(lineEnd + 2, lineEnd + 2 + size));
-      p = lineEnd + 2 + size + 2;
-      if (size === 0) {
-        return { status, headers, body: Buffer.concat(parts).toString("utf8"), complete: true, used: p };
-      }
-    }
-    if (!ended) return undefined;
-    return { status, headers, body: Buffer.concat(parts).toString("utf8"), complete: false, used: buf.length };
-  }
-  const length = headers.get("content-length");
-  if (length !== undefined) {
-    const n = Number(length);
-    if (buf.length >= at + n) return { status, headers, body: buf.subarray(at, at + n).toString("utf8"), complete: true, used: at + n };
-    if (!ended) return undefined;
-    return { status, headers, body: buf.subarray(at).toString("utf8"), complete: false, used: buf.length };
-  }
-  if (!ended) return undefined;
-  return { status, headers, body: buf.subarray(at).toString("utf8"), complete: true, used: buf.length };
 }
 
 /** One client socket to 127.0.0.1 that records everything it receives and how it ended. */
