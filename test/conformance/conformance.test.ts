@@ -5,7 +5,7 @@
 // Timings are small but generous; no duration is asserted, only orderings and counts.
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { type Child, runtime, startChild } from "../support/runtime.ts";
+import { type Child, records, runtime, startChild } from "../support/runtime.ts";
 import { type NewConnection, probeNewConnection, rawConnect, type RawResponse } from "../support/raw_http.ts";
 
 const FIXTURE = "test/fixtures/conformance_server.ts";
@@ -36,20 +36,6 @@ function within<T>(promise: Promise<T>, what: string, ms = BOUND_MS): Promise<T>
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
-/** The child's stdout lines that are JSON objects with `key`. */
-function records(child: Child, key: string): Record<string, unknown>[] {
-  const out: Record<string, unknown>[] = [];
-  for (const line of child.stdout().split("\n")) {
-    if (!line.startsWith("{")) continue;
-    try {
-      const record = JSON.parse(line) as Record<string, unknown>;
-      if (key in record) out.push(record);
-    } catch {
-      // a partial line still being written
-    }
-  }
-  return out;
-}
 
 async function waitForRecords(child: Child, key: string, count: number, what: string): Promise<void> {
   await within(

@@ -3,10 +3,10 @@
 // loopback socket that records exactly what came back and how the connection ended.
 import assert from "node:assert/strict";
 import { connect, type Socket } from "node:net";
-import { type Child, startChild } from "./runtime.ts";
+import { type Child, records, startChild } from "./runtime.ts";
 import { type Parsed, parseResponse } from "./raw_http.ts";
 
-export { type Parsed, parseResponse };
+export { type Parsed, parseResponse, records };
 
 export const FIXTURE = "test/fixtures/reliability_server.ts";
 /** Every wait in the suite is bounded by this unless it says otherwise. */
@@ -86,20 +86,6 @@ export async function statsUntil(server: Running, ok: (s: Stats) => boolean, wha
   return last!;
 }
 
-/** The child's stdout lines that are JSON objects with `key`. */
-export function records(child: Child, key: string): Record<string, unknown>[] {
-  const out: Record<string, unknown>[] = [];
-  for (const line of child.stdout().split("\n")) {
-    if (!line.startsWith("{")) continue;
-    try {
-      const record = JSON.parse(line) as Record<string, unknown>;
-      if (key in record) out.push(record);
-    } catch {
-      // a partial line still being written
-    }
-  }
-  return out;
-}
 
 /** Waits until the child has printed `count` records with `key` (and `value`, when given). */
 export async function waitForRecord(child: Child, key: string, what: string, value?: unknown): Promise<Record<string, unknown>> {

@@ -91,3 +91,18 @@ export function startChild(file: string, env: Record<string, string> = {}, name:
     },
   };
 }
+
+/** The child's stdout lines that are JSON objects with `key`. */
+export function records(child: Child, key: string): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const line of child.stdout().split("\n")) {
+    if (!line.startsWith("{")) continue;
+    try {
+      const record = JSON.parse(line) as Record<string, unknown>;
+      if (key in record) out.push(record);
+    } catch {
+      // a partial line still being written
+    }
+  }
+  return out;
+}

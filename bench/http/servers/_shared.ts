@@ -6,7 +6,8 @@ import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { timeout } from "hono/timeout";
 import { rateLimiter } from "hono-rate-limiter";
-import { createFixedWindowLimiter, type Host, type ServeOptions } from "../../../src/mod.ts";
+import { writeFileSync } from "node:fs";
+import { createFixedWindowLimiter, type Host, type ServeHandle, type ServeOptions } from "../../../src/mod.ts";
 import { hygiene } from "../../../src/hono/mod.ts";
 
 export const BODY = "hello";
@@ -122,4 +123,26 @@ export function announce(port: number): void {
 export function args(argv: readonly string[]): { variant: string; limit: number | undefined; out: string | undefined } {
   const [variant = "raw", limit, out] = argv;
   return { variant, limit: limit === undefined || limit === "-" ? undefined : Number(limit), out: out === "-" ? undefined : out };
+}
+
+type Serve = (handler: (request: Request) => Response | Promise<Response>, options: ServeOptions) => Promise<ServeHandle>;
+
+/** Part 2: the adapter with its defaults and the given concurrency limit. */
+export async function serveLib(serve: Serve, limit: number | undefined): Promise<void> {
+  const handle = await serve(workHandler, { port: 0, hostname: "127.0.0.1", concurrencyLimit: limit, log: () => {} });
+  announce(handle.address.port);
+}
+
+/** Part 4: defaults; on SIGTERM drain, write what was admitted and the outcome, exit with its code. */
+export async function serveDrain(serve: Serve, out: string | undefined): Promise<void> {
+  const started = Date.now();
+  const handle = await serve(workHandler, {
+    port: 0,
+    hostname: "127.0.0.1",
+    log: () => {},
+    exitOnDrained: true,
+    onDrained: () => out && writeFileSync(out, JSON.stringify({ admitted: counter.admitted, ranMs: Date.now() - started })),
+  });
+  handle.finished.then((o) => out && writeFileSync(`${out}.outcome`, JSON.stringify(o)));
+  announce(handle.address.port);
 }

@@ -1,8 +1,7 @@
 // Benchmark servers on Bun: bun run bun.ts <variant> [concurrencyLimit|-] [out-file|-]
-import { writeFileSync } from "node:fs";
 import { getConnInfo } from "hono/bun";
 import { createBunHost, serve } from "../../../src/adapters/bun/mod.ts";
-import { allGates, announce, args, counter, helloApp, helloHandler, hygieneApp, peerApp, workHandler } from "./_shared.ts";
+import { allGates, announce, args, helloApp, helloHandler, hygieneApp, peerApp, serveDrain, serveLib, workHandler } from "./_shared.ts";
 
 const { variant, limit, out } = args(process.argv.slice(2));
 const HOST = "127.0.0.1";
@@ -34,24 +33,12 @@ switch (variant) {
   case "peers":
     raw(peerApp((c) => getConnInfo(c).remote.address ?? "unknown").fetch);
     break;
-  case "lib": {
-    const handle = await serve(workHandler, { port: 0, hostname: HOST, concurrencyLimit: limit, log: () => {} });
-    announce(handle.address.port);
+  case "lib":
+    await serveLib(serve, limit);
     break;
-  }
-  case "drain": {
-    const started = Date.now();
-    const handle = await serve(workHandler, {
-      port: 0,
-      hostname: HOST,
-      log: () => {},
-      exitOnDrained: true,
-      onDrained: () => out && writeFileSync(out, JSON.stringify({ admitted: counter.admitted, ranMs: Date.now() - started })),
-    });
-    handle.finished.then((o) => out && writeFileSync(`${out}.outcome`, JSON.stringify(o)));
-    announce(handle.address.port);
+  case "drain":
+    await serveDrain(serve, out);
     break;
-  }
   default:
     console.error(`unknown variant ${variant}`);
     process.exit(2);

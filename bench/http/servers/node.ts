@@ -1,12 +1,11 @@
 // Benchmark servers on Node 20 (run from the tsc build, see scripts/bench.mjs):
 //   node node.js <variant> [concurrencyLimit|-] [out-file|-]
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { writeFileSync } from "node:fs";
 import { serve as honoNodeServe } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import { resolveConfig } from "../../../src/mod.ts";
 import { createNodeHost, listenNode, serve } from "../../../src/adapters/node/mod.ts";
-import { allGates, announce, args, BODY, burn, counter, helloApp, helloHandler, hygieneApp, peerApp, sleep, turn, workHandler } from "./_shared.ts";
+import { allGates, announce, args, BODY, burn, counter, helloApp, helloHandler, hygieneApp, peerApp, serveDrain, serveLib, sleep, turn, workHandler } from "./_shared.ts";
 
 const { variant, limit, out } = args(process.argv.slice(2));
 const HOST = "127.0.0.1";
@@ -78,24 +77,12 @@ switch (variant) {
   case "peers": // (e) hono-rate-limiter + hono/body-limit + hono/timeout on @hono/node-server
     onHonoNodeServer(peerApp((c) => getConnInfo(c).remote.address ?? "unknown").fetch);
     break;
-  case "lib": { // part 2: serve-hygiene/node with its defaults and the given concurrency limit
-    const handle = await serve(workHandler, { port: 0, hostname: HOST, concurrencyLimit: limit, log: () => {} });
-    announce(handle.address.port);
+  case "lib": // part 2: serve-hygiene/node with its defaults and the given concurrency limit
+    await serveLib(serve, limit);
     break;
-  }
-  case "drain": { // part 4: defaults; on SIGTERM drain, report, exit with the outcome's code
-    const started = Date.now();
-    const handle = await serve(workHandler, {
-      port: 0,
-      hostname: HOST,
-      log: () => {},
-      exitOnDrained: true,
-      onDrained: () => out && writeFileSync(out, JSON.stringify({ admitted: counter.admitted, ranMs: Date.now() - started })),
-    });
-    handle.finished.then((o) => out && writeFileSync(`${out}.outcome`, JSON.stringify(o)));
-    announce(handle.address.port);
+  case "drain": // part 4: defaults; on SIGTERM drain, report, exit with the outcome's code
+    await serveDrain(serve, out);
     break;
-  }
   default:
     console.error(`unknown variant ${variant}`);
     process.exit(2);
