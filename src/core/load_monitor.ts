@@ -148,7 +148,7 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
     const now = clock.now();
     record(Math.max(0, now - lastTick - interval));
     lastTick = now;
-    // Quiet and calm: stop waking the process. Never while the share is still recovering.
+    // Quiet and calm: stop the probe, so an idle server sleeps. Never while the share recovers.
     if (share >= 1 && !busy && now - lastRequest >= idleAfter) {
       probe?.cancel();
       probe = undefined;
