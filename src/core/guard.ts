@@ -118,7 +118,8 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     ? undefined
     : createLoadMonitor({ ...(loadOption === true ? {} : _object(what, "loadMonitor", loadOption)), clock });
   // The probe starts with the first request, so start-up work between createGuard() and
-  // serving (module loading, warming caches) is not read as a stalled loop.
+  // serving (module loading, warming caches) is not read as a stalled loop. A probe stopped
+  // for lack of requests (idleAfterMs) is restarted by the next request's admit().
   let loadIdle = load !== undefined;
   const deadlines = createDeadlines(_given(o.deadlines, "wheel"), clock);
   const shutdown = o.shutdown?.signal;

@@ -401,6 +401,23 @@ describe("guard: shedding gates", () => {
     assert.equal(clock.pendingTimers, 0);
   });
 
+  test("guard: an idle server's load probe stops waking the process, and the next request restarts it", async () => {
+    const clock = createManualClock();
+    const guard = createGuard({ clock, loadMonitor: { idleAfterMs: 1_000 } });
+    const fetch = guard.wrap(() => new Response("ok"));
+    assert.equal((await fetch(GET())).status, 200);
+    assert.equal(guard.load!.running, true);
+    clock.advance(1_500);
+    assert.equal(guard.load!.running, false, "no requests for the idle period: the probe stopped");
+    assert.equal(clock.pendingTimers, 0, "nothing left to wake the process");
+    assert.equal((await fetch(GET())).status, 200, "a stopped monitor fails open");
+    assert.equal(guard.load!.running, true, "the request restarted the probe");
+    clock.advance(1_500);
+    assert.equal(guard.load!.running, false, "and it stops again when the server goes quiet");
+    assert.equal(clock.pendingTimers, 0);
+    guard.dispose();
+  });
+
   test("guard: without a Host the load monitor is off and leaves no timer behind", () => {
     const clock = createManualClock();
     const guard = createGuard({ clock });

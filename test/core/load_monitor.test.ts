@@ -1,7 +1,24 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createLoadMonitor } from "../../src/core/load_monitor.ts";
-import { createManualClock } from "../../src/core/manual_clock.ts";
+import { createManualClock, type ManualClock } from "../../src/core/manual_clock.ts";
+import type { Clock, TimerOptions } from "../../src/core/clock.ts";
+
+/** A manual clock that also records every interval the monitor schedules and every tick it runs. */
+function countingClock(): { clock: Clock; manual: ManualClock; intervals: (TimerOptions | undefined)[]; ticks: () => number } {
+  const manual = createManualClock();
+  const intervals: (TimerOptions | undefined)[] = [];
+  let ticks = 0;
+  const clock: Clock = {
+    now: () => manual.now(),
+    setTimeout: (fn, ms, options) => manual.setTimeout(fn, ms, options),
+    setInterval: (fn, ms, options) => {
+      intervals.push(options);
+      return manual.setInterval(() => (ticks++, fn()), ms, options);
+    },
+  };
+  return { clock, manual, intervals, ticks: () => ticks };
+}
 
 describe("load monitor", () => {
   const started = (options = {}) => {
@@ -93,8 +110,116 @@ describe("load monitor", () => {
     assert.equal(clock.pendingTimers, 0);
   });
 
+  test("load monitor: a steady delay between the watermarks holds the share where the delay says, even after a spike", () => {
+    const { clock, monitor } = started();
+    // From calm, without any spike: 30 ms steady is twice the low watermark.
+    for (let i = 0; i < 200; i++) monitor.record(30);
+    assert.ok(Math.abs(monitor.admitShare - 0.5) < 0.05, `steady 30 ms from calm: share ${monitor.admitShare}`);
+    // A spike over the high watermark, then a steady delay between the watermarks (GC, CPU
+    // steal, a noisy neighbour): the share settles where the delay says, it does not ratchet.
+    monitor.record(100);
+    for (const [steady, expected] of [[20, 0.75], [30, 0.5], [20, 0.75]] as const) {
+      const shares: number[] = [];
+      for (let i = 0; i < 300; i++) {
+        monitor.record(steady);
+        shares.push(monitor.admitShare);
+      }
+      for (const share of shares.slice(100)) {
+        assert.ok(Math.abs(share - expected) < 0.05, `steady ${steady} ms: share ${share}, expected about ${expected}`);
+      }
+      let admitted = 0;
+      for (let i = 0; i < 1000; i++) if (monitor.admit(clock.now())) admitted++;
+      assert.ok(Math.abs(admitted - expected * 1000) <= 50, `steady ${steady} ms: ${admitted} of 1000 admitted`);
+    }
+    monitor.dispose();
+  });
+
+  test("load monitor: one good sample after a busy period does not restore the whole share; it climbs back over several samples", () => {
+    const { monitor } = started({ recoveryStep: 0.1 });
+    for (let i = 0; i < 20; i++) monitor.record(200);
+    const floor = monitor.admitShare;
+    assert.ok(floor < 0.1, `busy share ${floor}`);
+    monitor.record(5);
+    assert.ok(monitor.admitShare < 0.5, `one good sample restored the share to ${monitor.admitShare}`);
+    let previous = monitor.admitShare;
+    let samples = 1;
+    while (monitor.admitShare < 1 && samples < 100) {
+      monitor.record(5);
+      samples++;
+      assert.ok(monitor.admitShare >= previous, "the share only climbs while the loop is calm");
+      assert.ok(monitor.admitShare - previous <= 0.1 + 1e-9, `a step of ${monitor.admitShare - previous}`);
+      previous = monitor.admitShare;
+    }
+    assert.equal(monitor.admitShare, 1, "the share is back at 1 once the smoothed delay is below the low watermark");
+    assert.ok(samples >= 10, `back at 1 after only ${samples} samples`);
+    monitor.dispose();
+  });
+
+  test("load monitor: at normal load, below the low watermark, the share is 1 and nothing is refused", () => {
+    const { clock, monitor } = started();
+    const calm = [0, 3, 14, 1, 9, 15, 2, 12, 7, 0, 11, 15];
+    let refused = 0;
+    for (let i = 0; i < 600; i++) {
+      monitor.record(calm[i % calm.length]!);
+      assert.equal(monitor.admitShare, 1);
+      for (let j = 0; j < 5; j++) if (!monitor.admit(clock.now())) refused++;
+    }
+    assert.equal(refused, 0);
+    monitor.dispose();
+  });
+
+  test("load monitor: with no requests for the idle period the probe schedules no more timers and reads normal; the next request restarts it", () => {
+    const { clock, manual, intervals, ticks } = countingClock();
+    const monitor = createLoadMonitor({ clock, idleAfterMs: 1_000 });
+    monitor.start();
+    assert.equal(manual.pendingTimers, 1);
+    manual.advance(500);
+    assert.equal(monitor.admit(manual.now()), true, "a request at 500 ms");
+    manual.advance(999);
+    assert.equal(monitor.running, true, "999 ms after the last request is not yet idle");
+    manual.advance(100);
+    assert.equal(monitor.running, false, "idle: the probe stopped");
+    assert.equal(manual.pendingTimers, 0, "no timer left while idle");
+    const ticked = ticks();
+    manual.advance(60_000);
+    assert.equal(ticks(), ticked, "no wake-ups while idle");
+    // Stopped reads normal (fails open), whatever it measured last.
+    monitor.record(500);
+    assert.equal(monitor.busy, false);
+    assert.equal(monitor.shouldDefer(), false);
+    assert.equal(monitor.admitShare, 1);
+    // The next request is admitted and restarts the probe, measuring from now: the idle gap is no stall.
+    assert.equal(monitor.admit(manual.now()), true);
+    assert.equal(monitor.running, true);
+    assert.equal(manual.pendingTimers, 1);
+    manual.advance(10);
+    assert.equal(monitor.delayMs, 0);
+    assert.equal(monitor.busy, false);
+    assert.equal(intervals.length, 2, "one interval per start");
+    assert.ok(intervals.every((o) => o?.unref === true), "every probe timer is unref'd");
+    monitor.dispose();
+    assert.equal(manual.pendingTimers, 0);
+    assert.equal(monitor.admit(manual.now()), true);
+    assert.equal(monitor.running, false, "a disposed monitor is not restarted by a request");
+  });
+
+  test("load monitor: a monitor whose share is still recovering keeps probing through a quiet period", () => {
+    const { manual, clock } = countingClock();
+    const monitor = createLoadMonitor({ clock, idleAfterMs: 10 });
+    monitor.start();
+    for (let i = 0; i < 10; i++) monitor.record(300);
+    manual.advance(30);
+    assert.equal(monitor.running, true, "stopped while the share was still below 1");
+    manual.advance(2_000);
+    assert.equal(monitor.admitShare, 1);
+    assert.equal(monitor.running, false, "stopped once recovered and idle");
+    assert.equal(manual.pendingTimers, 0);
+  });
+
   test("load monitor: bad watermarks throw naming the fields", () => {
     assert.throws(() => createLoadMonitor({ highWatermarkMs: 10, lowWatermarkMs: 10 }), /"lowWatermarkMs" must be below "highWatermarkMs": current values are 10 and 10/);
     assert.throws(() => createLoadMonitor({ minAdmitShare: 0 }), /"minAdmitShare" must be a number in \(0, 1\]: current value is 0/);
+    assert.throws(() => createLoadMonitor({ recoveryStep: 1.5 }), /"recoveryStep" must be a number in \(0, 1\]: current value is 1.5/);
+    assert.throws(() => createLoadMonitor({ idleAfterMs: 0 }), /"idleAfterMs" must be a positive integer or Infinity: current value is 0/);
   });
 });

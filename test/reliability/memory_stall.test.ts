@@ -88,6 +88,9 @@ describe(`reliability (${runtime}): memory ceiling and event-loop stall`, () => 
       assert.equal(records(server.child, "started").length, 0, "a request was admitted during the stall");
 
       await statsUntil(server, (s) => s.loadBusy === false, "the monitor turning normal after the stall");
+      // The admitted share climbs back a step a sample rather than jumping to 1 on the first
+      // good sample: wait (no request sent) until it is whole again.
+      await statsUntil(server, (s) => s.loadBusy === false && s.admitShare === 1, "the admitted share climbing back to 1");
       // Normal, and it stays normal: ten requests over ~0.5 s are all admitted.
       for (let i = 0; i < 10; i++) {
         const res = await within(fetch(server.url(`/slow?id=after-${i}&ms=1`)), "a request after the stall");

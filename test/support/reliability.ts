@@ -19,6 +19,8 @@ export interface Stats {
   readonly perKeyInFlight: number | null;
   readonly perKeySize: number | null;
   readonly loadBusy: boolean | null;
+  /** The load monitor's admitted share (1 when normal), or null without one. */
+  readonly admitShare: number | null;
   readonly memoryShedding: boolean | null;
   readonly rss: number | null;
   readonly ceiling: number | null;
