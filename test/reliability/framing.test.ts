@@ -236,6 +236,54 @@ describe(`reliability (${runtime}): framing and bodies`, () => {
     assert.ok(saw !== undefined && saw < 100 && saw <= CAP, `the handler saw ${saw} bytes`);
   });
 
+  // A declared body the handler answers without reading, then trickled a byte every 250 ms:
+  // the guard is done with the request, only the connection is left. What ends it:
+  //   node: the adapter answers with Connection: close (the body is unfinished), node closes;
+  //   bun:  Bun's idle timer, switched off while the guard worked and back on once it
+  //         answered (before that fix the trickle held the connection for ever);
+  //   deno: nothing — Deno reads the body to its end whatever the answer said (documented;
+  //         scripts/probes/deno_slow_connections.ts measures it).
+  const answeredConn = {
+    node: "the server closes the connection at once",
+    bun: "Bun's restored idle timer closes the connection",
+    deno: "the connection stays open while the client trickles (Deno has no way to drop it)",
+  }[runtime];
+  test(`reliability (${runtime}): a declared body the handler answered without reading, then trickled → ${answeredConn}`, TIMEOUT, async () => {
+    const s = await server();
+    const sock = await openSock(s.port);
+    let sent = 0;
+    let stop = false;
+    const trickle = (async () => {
+      while (!stop && !sock.isClosed()) {
+        await delay(250);
+        if (stop || sock.isClosed()) break;
+        sock.write("z");
+        sent++;
+      }
+    })();
+    try {
+      sock.write("POST /?id=answered-trickle HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n");
+      const res = await sock.response();
+      assert.equal(res.status, 200);
+      assert.equal(res.body, "hello");
+      if (runtime === "deno") {
+        const at = sent;
+        await within((async () => {
+          while (sent < at + 3 && !sock.isClosed()) await delay(50);
+        })(), "three more trickled bytes");
+        assert.equal(sock.isClosed(), false, "deno closed the connection");
+      } else {
+        // Bun's timer is coarse (10 s, checked in ~4 s steps): bounded, not timed.
+        await within(sock.closed, "the server closing the trickling connection", 15_000);
+        assert.ok(sent < 1000, "the client finished its body");
+      }
+    } finally {
+      stop = true;
+      sock.destroy();
+      await trickle;
+    }
+  });
+
   test(`reliability (${runtime}): no case crashed the server, and no handler was ever handed more than the cap`, TIMEOUT, async () => {
     const s = await server();
     const ended = await Promise.race([s.child.exited.then(() => true), delay(50).then(() => false)]);
