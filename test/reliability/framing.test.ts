@@ -291,7 +291,7 @@ describe(`reliability (${runtime}): framing and bodies`, () => {
   const slowName = {
     node: "cut by node's headersTimeout (min(10 s, request timeout), checked every 1 s) with 408",
     bun: "closed by Bun itself (~12 s, no response) — Bun's own bound, not configurable by the adapter",
-    deno: `NOT cut: Deno has no header deadline, the socket is still open after ${SLOWLORIS_OPEN_FOR_MS / 1000} s (documented: put a proxy in front)`,
+    deno: `NOT cut: Deno has no header deadline and no request exists to act on, the socket is still open after ${SLOWLORIS_OPEN_FOR_MS / 1000} s (documented with scripts/probes/deno_slow_connections.ts: put a proxy in front, e.g. nginx client_header_timeout)`,
   }[runtime];
   test(`reliability (${runtime}): partial headers then a stall (slowloris) → ${slowName}`, { timeout: SLOWLORIS_BOUND_MS + 5000 }, async () => {
     const s = await server();
