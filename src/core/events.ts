@@ -3,6 +3,7 @@
 
 /** The gate that refused a request, outermost first (DESIGN.md's request path). */
 export type DenyLayer =
+  | "connection"
   | "draining"
   | "memory"
   | "load"

@@ -1,5 +1,6 @@
 import { declaredLength, isBodyTooLargeError, limitBody } from "./body_limit.ts";
 import { createCleanupRegistry } from "./cleanup_registry.ts";
+import { dropConnectionAfter } from "./connection_drop.ts";
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import { type ConcurrencyLimit, createConcurrencyLimit, type Permit } from "./concurrency_limit.ts";
@@ -139,7 +140,10 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     onDeadline(ctx) {
       if (ctx.settled) return;
       ctx.abandon(TIMEOUT());
-      if (ctx.answer(deny("timeout", "deadline", 408))) {
+      // A 408 ends its connection (RFC 9110 §15.5.9); with a body that may still be arriving,
+      // even where the runtime would read it to its end (Deno).
+      const res = deny("timeout", "deadline", 408, undefined, true);
+      if (ctx.answer(ctx.failBody === undefined ? res : dropConnectionAfter(res))) {
         ctx.straggling = true;
         stragglers++;
       }

@@ -6,6 +6,8 @@ export * from "./client_key.ts";
 export * from "./clock.ts";
 export * from "./concurrency_limit.ts";
 export * from "./config.ts";
+export * from "./connection_drop.ts";
+export * from "./connection_gate.ts";
 export * from "./deadline_wheel.ts";
 export * from "./drain.ts";
 export { HygieneError, isHygieneError } from "./errors.ts";

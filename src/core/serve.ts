@@ -1,4 +1,5 @@
 import type { ResolvedConfig } from "./config.ts";
+import { type ConnectionGate, createConnectionGate } from "./connection_gate.ts";
 import { type DrainOutcome, runUntilDrained } from "./drain.ts";
 import { exitCodeFor } from "./exit_code.ts";
 import { createGuard, type Guard, type GuardedHandler, type GuardOptions, type ServeInfo } from "./guard.ts";
@@ -58,6 +59,8 @@ export interface ListenSettings {
   readonly port: number;
   readonly hostname: string;
   readonly config: ResolvedConfig;
+  /** Gate 0, for adapters that see connections: report opens, requests and closes to it. */
+  readonly connections: ConnectionGate;
 }
 
 /** An adapter's binding: start listening with the guarded fetch handler. */
@@ -101,7 +104,8 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       platformGraceMs: o.platformGraceMs,
       flushMarginMs: o.flushMarginMs,
     });
-    const server = await listen(guard.wrap(handler), { port: o.port ?? 8000, hostname: o.hostname ?? "127.0.0.1", config: guard.config });
+    const connections = createConnectionGate({ maxConnections: guard.config.maxConnections, onDeny: o.onDeny, onEvent: o.onEvent });
+    const server = await listen(guard.wrap(handler), { port: o.port ?? 8000, hostname: o.hostname ?? "127.0.0.1", config: guard.config, connections });
     o.onListen?.(server.address);
     const finished = runUntilDrained(server, controller, {
       drainTimeoutMs: guard.config.drainTimeoutMs,

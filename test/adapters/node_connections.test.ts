@@ -1,5 +1,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { connect } from "node:net";
+import type { DenyEvent } from "../../src/core/events.ts";
+import { parsePromText, valueOf } from "../support/prom_text.ts";
 import { rawConnect } from "../support/raw_http.ts";
 import { runtime } from "../support/runtime.ts";
 
@@ -9,18 +12,26 @@ import { runtime } from "../support/runtime.ts";
 const onNode = runtime === "node";
 
 describe(`node adapter connections (${runtime})`, () => {
-  test(`node adapter: a client over maxConnections gets an HTTP 503 with Retry-After, not a reset${onNode ? "" : ` (skipped on ${runtime}: the connection cap exists only on node:http)`}`, { skip: !onNode }, async () => {
+  test(`node adapter: a client over maxConnections (every connection busy) gets an HTTP 503 with Retry-After, not a reset; a freed place admits the next${onNode ? "" : ` (skipped on ${runtime}: the connection cap exists only on node:http)`}`, { skip: !onNode, timeout: 15_000 }, async () => {
     const { serve } = await import("../../src/adapters/node/mod.ts");
-    const handle = await serve(() => new Response("ok"), { port: 0, maxConnections: 2, log: () => {}, loadMonitor: false });
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let started = 0;
+    const handle = await serve(async (request) => {
+      if (new URL(request.url).pathname === "/hold") {
+        started++;
+        await held;
+      }
+      return new Response("ok");
+    }, { port: 0, maxConnections: 2, log: () => {}, loadMonitor: false });
     const open: { destroy(): void }[] = [];
     try {
       for (let i = 0; i < 2; i++) {
         const conn = await rawConnect(handle.address.port);
-        conn.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-        assert.equal((await conn.response()).status, 200);
+        conn.write("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n");
         open.push(conn);
       }
-      while ((handle.server.connectionCount?.() ?? 0) < 2) await new Promise((r) => setTimeout(r, 5));
+      while (started < 2) await new Promise((r) => setTimeout(r, 5));
       const third = await rawConnect(handle.address.port);
       open.push(third);
       third.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -34,6 +45,148 @@ describe(`node adapter connections (${runtime})`, () => {
       open.push(again);
       again.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
       assert.equal((await again.response()).status, 200, "a freed slot admits the next connection");
+    } finally {
+      release();
+      for (const c of open) c.destroy();
+      await handle.shutdown();
+    }
+  });
+});
+
+/** A client socket that keeps its own side open after the server's FIN (allowHalfOpen), so a
+ * server that only half-closed would still read what it writes next. */
+function halfOpenClient(port: number): Promise<{
+  write(data: string): void;
+  received(): string;
+  ended: Promise<void>;
+  closed: Promise<void>;
+  destroy(): void;
+}> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: "127.0.0.1", port, allowHalfOpen: true });
+    let got = "";
+    const ended = new Promise<void>((r) => socket.once("end", r));
+    const closed = new Promise<void>((r) => socket.once("close", () => r()));
+    socket.on("data", (chunk: Buffer) => (got += chunk.toString("latin1")));
+    socket.once("error", reject);
+    socket.once("connect", () => {
+      socket.off("error", reject);
+      socket.on("error", () => {}); // a reset after the server destroyed its end shows up as `closed`
+      resolve({ write: (d) => void socket.write(d), received: () => got, ended, closed, destroy: () => socket.destroy() });
+    });
+  });
+}
+
+/** Rejects when `promise` has not settled within `ms`. */
+const within = <T>(promise: Promise<T>, what: string, ms = 5000): Promise<T> => {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+};
+
+const until = async (check: () => boolean, what: string, ms = 5000) => {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+};
+
+describe(`node adapter connection gate (${runtime})`, () => {
+  const skip = { skip: !onNode, timeout: 15_000 };
+  const why = onNode ? "" : ` (skipped on ${runtime}: the connection cap exists only on node:http)`;
+
+  test(`node adapter: over maxConnections the handler never runs, the socket is closed (not half-open) and onDeny and the denials counter see layer "connection"${why}`, skip, async () => {
+    const { serve } = await import("../../src/adapters/node/mod.ts");
+    const { createPrometheusExporter } = await import("../../src/prometheus/mod.ts");
+    const metrics = createPrometheusExporter();
+    const denies: DenyEvent[] = [];
+    const paths: string[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const handle = await serve(async (request) => {
+      const path = new URL(request.url).pathname;
+      paths.push(path);
+      if (path === "/hold") await held;
+      return new Response("ok");
+    }, { port: 0, maxConnections: 2, log: () => {}, loadMonitor: false, onDeny: (e) => denies.push(e), onEvent: metrics.onEvent });
+    const open: { destroy(): void }[] = [];
+    try {
+      // Two connections busy in a request: nothing idle to give way.
+      for (let i = 0; i < 2; i++) {
+        const conn = await rawConnect(handle.address.port);
+        open.push(conn);
+        conn.write("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n");
+      }
+      await until(() => paths.length === 2, "both held requests in their handlers");
+      const third = await halfOpenClient(handle.address.port);
+      open.push(third);
+      third.write("GET /over HTTP/1.1\r\nHost: x\r\n\r\n");
+      await within(third.ended, "the server ending the refused connection");
+      assert.match(third.received(), /^HTTP\/1\.1 503 .*\r\nRetry-After: 1\r\n/s);
+      // A half-closed server would read and run this one too.
+      third.write("GET /again HTTP/1.1\r\nHost: x\r\n\r\n");
+      await within(third.closed, "the refused connection closed, not half-open");
+      release();
+      await until(() => denies.length === 1, "the deny event");
+      assert.deepEqual(paths, ["/hold", "/hold"], "a handler ran for the refused connection");
+      assert.deepEqual({ layer: denies[0]!.layer, reason: denies[0]!.reason, status: denies[0]!.status }, { layer: "connection", reason: "over-cap", status: 503 });
+      const text = parsePromText(await metrics.render());
+      assert.equal(valueOf(text, "serve_hygiene_denials_total", { layer: "connection", reason: "over-cap" }), 1);
+    } finally {
+      release();
+      for (const c of open) c.destroy();
+      await handle.shutdown();
+    }
+  });
+
+  test(`node adapter: with maxConnections filled by silent sockets a new client is served, the oldest silent socket closed first${why}`, skip, async () => {
+    const { serve } = await import("../../src/adapters/node/mod.ts");
+    const denies: DenyEvent[] = [];
+    const handle = await serve(() => new Response("ok"), { port: 0, maxConnections: 2, log: () => {}, loadMonitor: false, onDeny: (e) => denies.push(e) });
+    const open: { destroy(): void }[] = [];
+    try {
+      const silent1 = await rawConnect(handle.address.port);
+      open.push(silent1);
+      await until(() => handle.server.connectionCount?.() === 1, "the first silent socket counted");
+      const silent2 = await rawConnect(handle.address.port);
+      open.push(silent2);
+      await until(() => handle.server.connectionCount?.() === 2, "the second silent socket counted");
+      const client = await rawConnect(handle.address.port);
+      open.push(client);
+      client.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+      assert.equal((await client.response()).status, 200, "the new client is served");
+      await within(silent1.closed, "the oldest silent socket closed");
+      assert.equal(silent2.isClosed(), false, "the newer silent socket was closed before the oldest");
+      // The served client is now idle between requests (keep-alive): the next newcomer takes
+      // the place of the oldest idle one, the remaining silent socket.
+      const next = await rawConnect(handle.address.port);
+      open.push(next);
+      next.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+      assert.equal((await next.response()).status, 200);
+      await within(silent2.closed, "the remaining silent socket closed");
+      assert.equal(client.isClosed(), false);
+      assert.deepEqual(denies, [], "no connection was refused");
+    } finally {
+      for (const c of open) c.destroy();
+      await handle.shutdown();
+    }
+  });
+
+  test(`node adapter: a keep-alive connection idle between requests gives way to a new one at the cap${why}`, skip, async () => {
+    const { serve } = await import("../../src/adapters/node/mod.ts");
+    const handle = await serve(() => new Response("ok"), { port: 0, maxConnections: 1, log: () => {}, loadMonitor: false });
+    const open: { destroy(): void }[] = [];
+    try {
+      const first = await rawConnect(handle.address.port);
+      open.push(first);
+      first.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+      assert.equal((await first.response()).status, 200);
+      const second = await rawConnect(handle.address.port);
+      open.push(second);
+      second.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+      assert.equal((await second.response()).status, 200);
+      await within(first.closed, "the idle keep-alive connection closed");
     } finally {
       for (const c of open) c.destroy();
       await handle.shutdown();

@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { serve as honoNodeServe } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
-import { resolveConfig } from "../../../src/mod.ts";
+import { createConnectionGate, resolveConfig } from "../../../src/mod.ts";
 import { createNodeHost, listenNode, serve } from "../../../src/adapters/node/mod.ts";
 import { allGates, announce, args, BODY, burn, counter, helloApp, helloHandler, hygieneApp, peerApp, serveDrain, serveLib, sleep, turn, workHandler } from "./_shared.ts";
 
@@ -37,7 +37,7 @@ function onHonoNodeServer(fetch: (request: Request, env: unknown) => Response | 
 
 /** serve-hygiene's node:http translation alone: no guard, no gates. */
 async function onTranslation(fetch: (request: Request) => Response | Promise<Response>) {
-  const server = await listenNode({ log: () => {} })((request) => Promise.resolve(fetch(request)), { port: 0, hostname: HOST, config: resolveConfig({}) });
+  const server = await listenNode({ log: () => {} })((request) => Promise.resolve(fetch(request)), { port: 0, hostname: HOST, config: resolveConfig({}), connections: createConnectionGate({ maxConnections: Infinity }) });
   announce(server.address.port);
 }
 

@@ -9,9 +9,26 @@ export interface BunServeOptions extends ServeOptions, BunHostOptions {
    * @default max(128 MiB, bodyLimitBytes)
    */
   maxRequestBodySize?: number;
+  /**
+   * Bun's idle timer in seconds (1–255): a connection with nothing to do (keep-alive between
+   * requests, a request body the guard no longer waits for) is closed after it. Off while the
+   * guard works on a request; back on once the guard has answered, so a response stream
+   * silent for longer than this is cut (send a heartbeat more often).
+   * @default 10
+   */
+  idleTimeoutSeconds?: number;
 }
 
 const BUN_DEFAULT_MAX_BODY = 128 * 1024 * 1024;
+const BUN_DEFAULT_IDLE_TIMEOUT_S = 10;
+
+function _idleTimeoutSeconds(value: number | undefined): number {
+  if (value === undefined) return BUN_DEFAULT_IDLE_TIMEOUT_S;
+  if (!Number.isInteger(value) || value < 1 || value > 255) {
+    throw new RangeError(`Cannot serve on Bun as "idleTimeoutSeconds" must be an integer from 1 to 255: current value is ${String(value)}`);
+  }
+  return value;
+}
 
 // requestIP is a call into Bun's server per request: made only if a keyed gate or the
 // handler reads the peer, and at most once.
@@ -40,18 +57,31 @@ class _PeerInfo {
 }
 
 /** The Bun.serve binding: listens with the guarded fetch and exposes the core's Server. */
-export function listenBun(options: { maxRequestBodySize?: number; log: Logger }): Listen {
+export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSeconds?: number; log: Logger }): Listen {
+  const idleTimeout = _idleTimeoutSeconds(options.idleTimeoutSeconds);
   return (fetch, { port, hostname, config }) => {
     const cap = config.bodyLimitBytes !== undefined && Number.isFinite(config.bodyLimitBytes) ? config.bodyLimitBytes : 0;
     const server = Bun.serve({
       port,
       hostname,
+      idleTimeout,
       maxRequestBodySize: options.maxRequestBodySize ?? Math.max(BUN_DEFAULT_MAX_BODY, cap),
       fetch(request, srv) {
         // Bun's idle timer would cut a request the guard admitted (RUNTIMES.md): the guard's
-        // own deadline bounds it instead.
+        // own deadline bounds it instead. Once the guard has answered, the timer is back:
+        // left off, a client trickling a body nobody reads (or an idle keep-alive) would hold
+        // its connection for ever.
         srv.timeout(request, 0);
-        return fetch(request, new _PeerInfo(srv, request));
+        const answered = fetch(request, new _PeerInfo(srv, request));
+        const restore = () => {
+          try {
+            srv.timeout(request, idleTimeout);
+          } catch {
+            // the connection is already gone
+          }
+        };
+        answered.then(restore, restore);
+        return answered;
       },
       error(error) {
         options.log({ level: "error", msg: "guarded handler failed", error });
@@ -87,5 +117,6 @@ export function listenBun(options: { maxRequestBodySize?: number; log: Logger })
  */
 export function serve(handler: GuardedHandler, options: BunServeOptions = {}): Promise<ServeHandle> {
   const host = createBunHost(options);
-  return serveWith(host, listenBun({ maxRequestBodySize: options.maxRequestBodySize, log: options.log ?? host.log! }), handler, options);
+  const listen = listenBun({ maxRequestBodySize: options.maxRequestBodySize, idleTimeoutSeconds: options.idleTimeoutSeconds, log: options.log ?? host.log! });
+  return serveWith(host, listen, handler, options);
 }

@@ -1,4 +1,5 @@
-import { type GuardedHandler, type Listen, type Logger, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { dropsConnection, type GuardedHandler, type Listen, type Logger, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { _BodyWatch, _DROP } from "./drop.ts";
 import { createDenoHost, type DenoHostOptions } from "./host.ts";
 
 /** Options of the Deno adapter's {@linkcode serve}. */
@@ -12,14 +13,18 @@ export function listenDeno(options: { log: Logger }): Listen {
       hostname,
       onListen() {},
       handler(request, info) {
-        return fetch(request, {
+        // A body is read through a watch, so a response the core marked can end the connection.
+        const watch = request.body === null ? undefined : new _BodyWatch();
+        const answered = fetch(watch?.watch(request) ?? request, {
           get peer(): PeerAddress {
             const remote = info.remoteAddr;
             return { address: remote.hostname, port: remote.port, family: remote.hostname.includes(":") ? "IPv6" : "IPv4" };
           },
         });
+        return watch === undefined ? answered : answered.then((res) => (dropsConnection(res) ? watch.ending(res) : res));
       },
       onError(error) {
+        if (error === _DROP) return new Response(null, { status: 500 }); // never sent: the connection is dropped
         options.log({ level: "error", msg: "guarded handler failed", error });
         return new Response("Internal Server Error", { status: 500, headers: { "content-type": "text/plain" } });
       },

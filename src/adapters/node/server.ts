@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import type { Listen, Logger, Server } from "../../core/mod.ts";
+import type { ConnectionSlot, Listen, Logger, Server } from "../../core/mod.ts";
 import { peerOf } from "./peer.ts";
 
 /** Node-only transport settings of {@linkcode listenNode}. */
@@ -17,15 +17,20 @@ export interface NodeListenOptions {
 }
 
 // A client over the connection cap gets an HTTP answer it can act on, not a reset.
-const OVER_CAP = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n" +
+const overCap = (retryAfterMs: number) =>
+  `HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: ${Math.max(1, Math.ceil(retryAfterMs / 1000))}\r\n` +
   "Content-Type: text/plain\r\nContent-Length: 19\r\n\r\nService Unavailable";
+
+/** Where the connection gate's verdict on a socket is kept: its slot, or null when refused. */
+const SLOT = Symbol("serve-hygiene connection slot");
+type _Gated = Socket & { [SLOT]?: ConnectionSlot | null };
 
 /** The node:http binding: listens with the guarded fetch and exposes the core's Server. */
 export function listenNode(options: NodeListenOptions): Listen {
-  return (fetch, { port, hostname, config }) => {
+  return (fetch, { port, hostname, config, connections }) => {
     const requestTimeout = config.requestTimeoutMs === Infinity ? 300_000 : config.requestTimeoutMs;
+    const OVER_CAP = overCap(connections.retryAfterMs);
     let draining = false;
-    let open = 0;
     // @hono/node-server translates IncomingMessage/ServerResponse to Request/Response: it
     // measured 4x faster than a translation through undici's own Request/Response (its
     // lightweight objects build the real ones only when touched), and keeps request and
@@ -44,9 +49,14 @@ export function listenNode(options: NodeListenOptions): Listen {
       // How often node checks the two timeouts above (its default, 30 s, lets slowloris linger).
       connectionsCheckingInterval: 1_000,
     }, (req: IncomingMessage, res: ServerResponse) => {
+      const slot = (req.socket as _Gated)[SLOT];
+      // A refused connection is being destroyed: whatever node parsed on it never runs.
+      if (slot === null) return;
+      slot?.requestStarted();
       // Node forgets a request whose body never finished once its response is done: it
       // would never emit end, error or close, and a handler reading it would wait forever.
       res.once("close", () => {
+        slot?.requestEnded();
         if (!req.complete) req.destroy();
       });
       if (draining) res.setHeader("connection", "close");
@@ -61,13 +71,18 @@ export function listenNode(options: NodeListenOptions): Listen {
       }
       void translate(req, res);
     });
-    http.on("connection", (socket: Socket) => {
-      if (open >= config.maxConnections) {
-        socket.end(OVER_CAP);
+    // Gate 0 (the policy is the core's connection gate). Prepended: node:http's own listener
+    // starts parsing the socket, and the verdict must be there before any request is.
+    http.prependListener("connection", (socket: _Gated) => {
+      const slot = connections.accept(() => socket.destroy());
+      socket[SLOT] = slot ?? null;
+      if (slot === undefined) {
+        // Destroyed, not ended: HTTP servers allow half-open sockets, and a half-closed one
+        // would go on reading requests.
+        socket.write(OVER_CAP, () => socket.destroy());
         return;
       }
-      open++;
-      socket.once("close", () => open--);
+      socket.once("close", () => slot.closed());
     });
     const closed = new Promise<void>((resolve, reject) => {
       http.once("close", resolve);
@@ -97,7 +112,7 @@ export function listenNode(options: NodeListenOptions): Listen {
           },
           closeAll: () => http.closeAllConnections(),
           closed,
-          connectionCount: () => open,
+          connectionCount: () => connections.open,
         });
       });
     });

@@ -1,0 +1,40 @@
+// The core's word to an adapter that a response must end its connection, even where the
+// runtime would keep it (Deno reads an unread request body to its end whatever the answer
+// said, so a client trickling that body keeps its connection for as long as it likes). The
+// mark travels on the Response itself under a registry symbol, so two copies of the package
+// agree and no module holds state.
+
+const DROP: unique symbol = Symbol.for("serve-hygiene.dropConnection") as never;
+
+type _Marked = Response & { [DROP]?: true };
+
+/**
+ * Marks `response` as the last one on its connection: it carries `Connection: close`, and an
+ * adapter whose runtime would otherwise go on reading the request body ends the connection
+ * after it. Returns the same response.
+ *
+ * @example
+ * ```ts
+ * import { dropConnectionAfter, dropsConnection } from "serve-hygiene";
+ * const res = dropConnectionAfter(new Response("Request Timeout", { status: 408 }));
+ * console.assert(dropsConnection(res) && res.headers.get("connection") === "close");
+ * ```
+ */
+export function dropConnectionAfter(response: Response): Response {
+  response.headers.set("connection", "close");
+  (response as _Marked)[DROP] = true;
+  return response;
+}
+
+/**
+ * Whether `response` was marked with {@linkcode dropConnectionAfter}.
+ *
+ * @example
+ * ```ts
+ * import { dropsConnection } from "serve-hygiene";
+ * console.assert(!dropsConnection(new Response("ok")));
+ * ```
+ */
+export function dropsConnection(response: Response): boolean {
+  return (response as _Marked)[DROP] === true;
+}
