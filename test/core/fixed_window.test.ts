@@ -5,6 +5,7 @@ import { createFixedWindowLimiter } from "../../src/core/fixed_window.ts";
 import { createManualClock } from "../../src/core/manual_clock.ts";
 import type { Clock } from "../../src/core/clock.ts";
 import type { DenyEvent, FaultEvent, HygieneEvent } from "../../src/core/events.ts";
+import { countMapSteps } from "../support/map_steps.ts";
 
 describe("fixed window", () => {
   test("fixed window: defaults are 600 per 60 s over at most 4096 keys", () => {
@@ -189,5 +190,47 @@ describe("fixed window", () => {
         },
       ),
     );
+  });
+
+  test("fixed window: a churning flood at a full table examines a bounded number of entries per unseen key", () => {
+    const n = 4096;
+    const limiter = createFixedWindowLimiter({ limit: 10, windowMs: n, maxKeys: n, clock: createManualClock() });
+    const steps = countMapSteps();
+    try {
+      let now = 0;
+      for (let i = 0; i < n; i++) limiter.take(`k${i}`, 1, (now += 1));
+      // Every request a new key, each arriving as the oldest stored window ends.
+      const before = steps.count;
+      let admitted = 0;
+      for (let i = n; i < 3 * n; i++) if (limiter.take(`k${i}`, 1, (now += 1)).allowed) admitted++;
+      const perKey = (steps.count - before) / (2 * n);
+      assert.equal(admitted, 2 * n, "each unseen key found the window that had just ended");
+      assert.ok(perKey <= 4, `${perKey} entries examined per unseen key`);
+      assert.equal(limiter.size.value, n);
+    } finally {
+      steps.restore();
+    }
+  });
+
+  test("fixed window: under table pressure an unseen IPv6 key is charged to its /48's shared window; clients of other networks are served", () => {
+    const clock = createManualClock();
+    const limiter = createFixedWindowLimiter({ limit: 5, windowMs: 60_000, maxKeys: 64, clock });
+    const flood = (i: number) => `2001:db8:1:${i.toString(16)}::/64`;
+    for (let i = 0; i < 64; i++) assert.equal(limiter.take(flood(i)).allowed, true);
+    const reasons = new Map<string, number>();
+    let admitted = 0;
+    for (let i = 64; i < 4096; i++) {
+      const d = limiter.take(flood(i));
+      if (d.allowed) admitted++;
+      else reasons.set(String(d.reason), (reasons.get(String(d.reason)) ?? 0) + 1);
+    }
+    assert.equal(admitted, 5, "the rest of the /48's flood shares one window of 5");
+    assert.deepEqual([...reasons], [["table-full", 4096 - 64 - 5]]);
+    assert.equal(limiter.take("192.0.2.7").allowed, true, "an IPv4 client is served");
+    assert.equal(limiter.take("2001:db8:2:1::/64").allowed, true, "an IPv6 client of another /48 is served");
+    assert.equal(limiter.take(flood(0)).remaining, 3, "a stored flood key keeps its own window: never evicted");
+    assert.equal(limiter.size.value, 64);
+    clock.advance(60_000);
+    assert.equal(limiter.take(flood(5000)).allowed, true, "once the stored windows end, the table has room again");
   });
 });
