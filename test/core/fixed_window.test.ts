@@ -5,7 +5,7 @@ import { createFixedWindowLimiter } from "../../src/core/fixed_window.ts";
 import { createManualClock } from "../../src/core/manual_clock.ts";
 import type { Clock } from "../../src/core/clock.ts";
 import type { DenyEvent, FaultEvent, HygieneEvent } from "../../src/core/events.ts";
-import { countMapSteps } from "../support/map_steps.ts";
+import { countMapOps } from "../support/map_ops.ts";
 
 describe("fixed window", () => {
   test("fixed window: defaults are 600 per 60 s over at most 4096 keys", () => {
@@ -192,23 +192,24 @@ describe("fixed window", () => {
     );
   });
 
-  test("fixed window: a churning flood at a full table examines a bounded number of entries per unseen key", () => {
+  test("fixed window: a churning flood at a full table touches a bounded number of entries per unseen key", () => {
     const n = 4096;
     const limiter = createFixedWindowLimiter({ limit: 10, windowMs: n, maxKeys: n, clock: createManualClock() });
-    const steps = countMapSteps();
+    const ops = countMapOps();
     try {
       let now = 0;
       for (let i = 0; i < n; i++) limiter.take(`k${i}`, 1, (now += 1));
       // Every request a new key, each arriving as the oldest stored window ends.
-      const before = steps.count;
+      const before = ops.count;
       let admitted = 0;
       for (let i = n; i < 3 * n; i++) if (limiter.take(`k${i}`, 1, (now += 1)).allowed) admitted++;
-      const perKey = (steps.count - before) / (2 * n);
+      const perKey = (ops.count - before) / (2 * n);
       assert.equal(admitted, 2 * n, "each unseen key found the window that had just ended");
-      assert.ok(perKey <= 4, `${perKey} entries examined per unseen key`);
+      assert.ok(perKey >= 1, "the count sees the table (at least one lookup per key)");
+      assert.ok(perKey <= 8, `${perKey} Map operations per unseen key (a scan is thousands)`);
       assert.equal(limiter.size.value, n);
     } finally {
-      steps.restore();
+      ops.restore();
     }
   });
 

@@ -10,7 +10,7 @@ import {
 } from "../../src/core/inflight_limit.ts";
 import { createManualClock } from "../../src/core/manual_clock.ts";
 import type { HygieneEvent } from "../../src/core/events.ts";
-import { countMapSteps } from "../support/map_steps.ts";
+import { countMapOps } from "../support/map_ops.ts";
 
 function assertEmpty(limiter: InFlightLimiter, keys: string[]) {
   for (const key of keys) assert.equal(limiter.inFlight(key), 0, `inFlight(${key})`);
@@ -191,11 +191,11 @@ describe("in-flight limit", () => {
     assert.ok(isPeerBusyError(error) && error.code === "PEER_BUSY" && error.retryAfterMs === 1000);
   });
 
-  test("in-flight limit: a churning flood at a full table of busy keys examines a bounded number of entries per unseen key", () => {
+  test("in-flight limit: a churning flood at a full table of busy keys touches a bounded number of entries per unseen key", () => {
     const n = 4096;
     const limiter = createInFlightLimiter({ maxKeys: n, overall: Infinity });
     for (let i = 0; i < n - 1; i++) assert.ok(limiter.tryAcquire(`busy${i}`).ok);
-    const steps = countMapSteps();
+    const ops = countMapOps();
     try {
       let served = 0;
       for (let i = 0; i < 2 * n; i++) {
@@ -205,11 +205,12 @@ describe("in-flight limit", () => {
           slot.release();
         }
       }
-      const perKey = steps.count / (2 * n);
+      const perKey = ops.count / (2 * n);
       assert.equal(served, 2 * n, "the one idle key is found and dropped every time");
-      assert.ok(perKey <= 4, `${perKey} entries examined per unseen key`);
+      assert.ok(perKey >= 1, "the count sees the table (at least one lookup per key)");
+      assert.ok(perKey <= 8, `${perKey} Map operations per unseen key (a scan is thousands)`);
     } finally {
-      steps.restore();
+      ops.restore();
     }
   });
 

@@ -5,7 +5,7 @@ import { createTokenBucketLimiter } from "../../src/core/token_bucket.ts";
 import { createManualClock } from "../../src/core/manual_clock.ts";
 import type { Clock } from "../../src/core/clock.ts";
 import type { FaultEvent, HygieneEvent } from "../../src/core/events.ts";
-import { countMapSteps } from "../support/map_steps.ts";
+import { countMapOps } from "../support/map_ops.ts";
 
 describe("token bucket", () => {
   test("token bucket: a fresh key may spend its whole burst at once, then waits one interval", () => {
@@ -174,23 +174,24 @@ describe("token bucket", () => {
     );
   });
 
-  test("token bucket: a churning flood at a full table examines a bounded number of entries per unseen key", () => {
+  test("token bucket: a churning flood at a full table touches a bounded number of entries per unseen key", () => {
     const n = 4096;
     // One token per n ms, burst 1: a key's bucket is full again n ms after its one request.
     const limiter = createTokenBucketLimiter({ ratePerSecond: 1000 / n, burst: 1, maxKeys: n, clock: createManualClock() });
-    const steps = countMapSteps();
+    const ops = countMapOps();
     try {
       let now = 0;
       for (let i = 0; i < n; i++) limiter.take(`k${i}`, 1, (now += 1));
-      const before = steps.count;
+      const before = ops.count;
       let admitted = 0;
       for (let i = n; i < 3 * n; i++) if (limiter.take(`k${i}`, 1, (now += 1)).allowed) admitted++;
-      const perKey = (steps.count - before) / (2 * n);
+      const perKey = (ops.count - before) / (2 * n);
       assert.equal(admitted, 2 * n, "each unseen key found the bucket that had just refilled");
-      assert.ok(perKey <= 4, `${perKey} entries examined per unseen key`);
+      assert.ok(perKey >= 1, "the count sees the table (at least one lookup per key)");
+      assert.ok(perKey <= 8, `${perKey} Map operations per unseen key (a scan is thousands)`);
       assert.equal(limiter.size.value, n);
     } finally {
-      steps.restore();
+      ops.restore();
     }
   });
 
