@@ -76,9 +76,11 @@ export class _KeyTable<E> {
   /** Announces that `key` may have expired; `makeRoom` checks it before sweeping. */
   candidate(key: string): void {
     this.#candidates.push(key);
-    // Announcements of keys that came back to life pile up: compact, amortised over them.
+    // Repeated announcements (a hot key back at 0 again and again) pile up: keep each held key
+    // once. At most `capacity` remain, so this runs after `capacity` more announcements at
+    // the earliest: amortised O(1) each.
     if (this.#candidates.length > 2 * this.capacity + 16) {
-      this.#candidates = [...new Set(this.#candidates)].filter((k) => this.#expired(k, -Infinity));
+      this.#candidates = [...new Set(this.#candidates)].filter((k) => this.#map.has(k));
     }
   }
 
