@@ -1,4 +1,4 @@
-import type { Clock, TimerHandle } from "./clock.ts";
+import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import { createConcurrencyLimit, type Permit, type Refusal } from "./concurrency_limit.ts";
 import { _hasCode, HygieneError } from "./errors.ts";
@@ -7,6 +7,7 @@ import type { SizeGauge } from "./size_gauge.ts";
 import { _emit } from "./_emit.ts";
 import { _nonNegativeInt, _options, _positiveInt, _positiveIntOrInfinity, _given } from "./_validate.ts";
 import { type _Count, _KeyCounts } from "./_key_counts.ts";
+import { _KeyWaits } from "./_key_waits.ts";
 import { _label } from "./_rate.ts";
 
 /**
@@ -91,13 +92,6 @@ export interface InFlightLimiter {
    * refusal without a wait): only a request that has to wait gets a Promise.
    */
   enter(key: string, signal?: AbortSignal): Slot | InFlightRefusal | Promise<Slot | InFlightRefusal>;
-}
-
-interface _KeyWaiter {
-  timer: TimerHandle | undefined;
-  detach: (() => void) | undefined;
-  refuse(r: InFlightRefusal): void;
-  grant(): void;
 }
 
 const CODE = "PEER_BUSY";
@@ -185,7 +179,7 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
     Object.freeze({ ok: false, reason, status, retryAfterMs });
   const refusals = { "peer-busy": refusal("peer-busy", 429), busy: refusal("busy", 503) };
   const aborted = refusal("aborted", 503);
-  let keyWaiting = 0;
+  const waits = new _KeyWaits(clock, shedWaitMs, perKey);
 
   const deny = (r: InFlightRefusal): InFlightRefusal => {
     if (sink === undefined) return r;
@@ -195,9 +189,7 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
   };
   // A key slot that is given back goes to the key's newest waiter, if any, else back to the count.
   const giveBack = (box: _Count) => {
-    const next = box.waiters?.pop() as _KeyWaiter | undefined;
-    if (next === undefined) counts.remove(box);
-    else next.grant();
+    if (!waits.handOver(box)) counts.remove(box);
   };
   const fault = (error: unknown, box: _Count | undefined): InFlightRefusal => {
     if (box !== undefined) giveBack(box);
@@ -233,51 +225,16 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
       return fault(error, box);
     }
   };
-  // Over the key's cap with a shed wait: wait for one of the key's own slots.
-  const waitForKey = (box: _Count, signal: AbortSignal | undefined) =>
-    new Promise<Slot | InFlightRefusal>((resolve) => {
-      const waiters = (box.waiters ??= []) as _KeyWaiter[];
-      const done = (w: _KeyWaiter) => {
-        keyWaiting--;
-        w.timer?.cancel();
-        w.detach?.();
-      };
-      const w: _KeyWaiter = {
-        timer: undefined,
-        detach: undefined,
-        refuse: (r) => (done(w), resolve(r)),
-        grant: () => (done(w), resolve(toLane(box, signal))),
-      };
-      const leave = (r: InFlightRefusal) => {
-        const i = waiters.indexOf(w);
-        if (i === -1) return;
-        waiters.splice(i, 1);
-        w.refuse(r);
-      };
-      keyWaiting++;
-      waiters.push(w);
-      try {
-        w.timer = clock.setTimeout(() => leave(deny(refusals["peer-busy"])), shedWaitMs);
-        if (signal !== undefined) {
-          const onAbort = () => leave(aborted);
-          signal.addEventListener("abort", onAbort, { once: true });
-          w.detach = () => signal.removeEventListener("abort", onAbort);
-        }
-      } catch (error) {
-        waiters.splice(waiters.indexOf(w), 1);
-        done(w);
-        resolve(fault(error, undefined));
-        return;
-      }
-      if (waiters.length > perKey) waiters.shift()!.refuse(deny(refusals["peer-busy"]));
-    });
-
   const enter = (key: string, signal: AbortSignal | undefined): Slot | InFlightRefusal | Promise<Slot | InFlightRefusal> => {
     try {
       if (signal?.aborted) return aborted;
       const added = counts.add(key, perKey);
       if (added === "busy" || (added === "peer-busy" && shedWaitMs === 0)) return deny(refusals[added]);
-      if (added === "peer-busy") return waitForKey(counts.box(key)!, signal);
+      if (added === "peer-busy") {
+        // Over the key's cap with a shed wait: wait for one of the key's own slots.
+        const box = counts.box(key)!;
+        return waits.wait(box, signal, () => toLane(box, signal), (end) => (end === "aborted" ? aborted : deny(refusals[end])));
+      }
       return toLane(added, signal);
     } catch (error) {
       return fault(error, undefined);
@@ -292,7 +249,7 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
       return lane.inFlight;
     },
     get waiting() {
-      return lane.waiting + keyWaiting;
+      return lane.waiting + waits.waiting;
     },
     size: counts.gauge,
     inFlight: (key) => counts.count(key),

@@ -254,4 +254,20 @@ describe("in-flight limit", () => {
     assertEmpty(limiter, ["k"]);
     assert.equal(clock.pendingTimers, 0, "no wait timer left behind");
   });
+
+  test("in-flight limit: a key wait that cannot be set up (a broken signal) fails closed and queues nothing", async () => {
+    const events: HygieneEvent[] = [];
+    const clock = createManualClock();
+    const limiter = createInFlightLimiter({ perKey: 1, overall: Infinity, shedWaitMs: 100, clock, onEvent: (e) => events.push(e) });
+    const held = limiter.tryAcquire("a") as Slot;
+    const broken = { aborted: false, addEventListener() { throw new Error("broken signal"); }, removeEventListener() {} };
+    const result = await limiter.acquire("a", broken as unknown as AbortSignal);
+    assert.ok(!result.ok && result.reason === "limiter-error" && result.status === 503);
+    assert.equal(limiter.waiting, 0);
+    assert.equal(clock.pendingTimers, 0, "its timer was cancelled");
+    assert.equal(limiter.inFlight("a"), 1, "the holder's slot is untouched");
+    assert.ok(events.some((e) => e.type === "fault" && e.failed === "closed"));
+    held.release();
+    assertEmpty(limiter, ["a"]);
+  });
 });
