@@ -47,6 +47,39 @@ report(
   "baseline: Map.get + fresh object",
 );
 
+// ---- churning flood: every request a new key at a full table (4,096 keys) ----
+// Each stored entry ends exactly when the next unseen key arrives, so every unseen key finds
+// the table full and exactly one entry to drop: the worst case for a prune that scans.
+const CHURN_KEYS = 4096;
+function churn(take: (key: string, now: number) => boolean) {
+  let now = 0;
+  let i = 0;
+  for (; i < CHURN_KEYS; i++) take(`c${i}`, (now += 1));
+  return (n: number) => {
+    let s = 0;
+    for (let k = 0; k < n; k++) if (take(`c${i++}`, (now += 1))) s++;
+    return s;
+  };
+}
+const churnWindow = createFixedWindowLimiter({ limit: 600, windowMs: CHURN_KEYS });
+const churnBucket = createTokenBucketLimiter({ ratePerSecond: 1000 / CHURN_KEYS, burst: 1 });
+const storedWindow = createFixedWindowLimiter({ limit: 1e12, windowMs: 60_000 });
+for (let i = 0; i < CHURN_KEYS; i++) storedWindow.take(`s${i}`, 1, 0);
+// In flight: 4,095 keys hold a slot; each request is a new key that takes and returns one.
+const churnSlots = createInFlightLimiter({ maxKeys: CHURN_KEYS, overall: Infinity });
+for (let i = 0; i < CHURN_KEYS - 1; i++) churnSlots.tryAcquire(`busy${i}`);
+let slotKey = 0;
+report(
+  "churning flood at a full table (4,096 keys): ns per unseen key",
+  measure([
+    { name: "baseline: stored key, fixed window", run: (n) => { let s = 0; for (let k = 0; k < n; k++) s += storedWindow.take(`s${k & 4095}`, 1, 1).remaining; return s; } },
+    { name: "fixed window, unseen key each request", run: churn((key, now) => churnWindow.take(key, 1, now).allowed) },
+    { name: "token bucket, unseen key each request", run: churn((key, now) => churnBucket.take(key, 1, now).allowed) },
+    { name: "in-flight, 4,095 busy, unseen key each", run: (n) => { let s = 0; for (let k = 0; k < n; k++) { const r = churnSlots.tryAcquire(`u${slotKey++}`); if (r.ok) { r.release(); s++; } } return s; } },
+  ], { ops: 10_000 }),
+  "baseline: stored key, fixed window",
+);
+
 const keyOf = createClientKey({ trustedProxies: ["10.0.0.0/8"] });
 const bare = new Request("http://x/");
 const forwarded = new Request("http://x/", { headers: { "x-forwarded-for": "203.0.113.9, 10.0.0.7" } });

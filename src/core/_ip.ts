@@ -158,10 +158,17 @@ export function _mask(ip: _Ip, prefix: number): _Ip {
   return out;
 }
 
-/** Whether `ip` lies inside `cidr`. */
+/**
+ * Whether `ip` lies inside `cidr`. An IPv4 address is also inside an IPv6 CIDR that holds its
+ * IPv4-mapped form (`::ffff:a.b.c.d`): `::/0` holds every IPv4 address. Peers are unmapped
+ * before they get here, so a dual-stack socket's mapped peer and a plain IPv4 peer are one.
+ */
 export function _inCidr(ip: _Ip, cidr: _Cidr): boolean {
   const { net, prefix } = cidr;
-  if (typeof ip === "number") return typeof net === "number" && _mask(ip, prefix) === net;
+  if (typeof ip === "number") {
+    if (typeof net === "number") return _mask(ip, prefix) === net;
+    return _inCidr([0, 0, 0, 0, 0, 0xffff, ip >>> 16, ip & 0xffff], cidr);
+  }
   if (typeof net === "number") return false;
   for (let i = 0; i < 8; i++) {
     const bits = prefix - 16 * i;
@@ -226,4 +233,32 @@ export function _format(ip: _Ip): string {
     }
   }
   return text;
+}
+
+/** The widest prefix an IPv6 client key is aggregated to under table pressure. */
+export const _V6_NETWORK = 48;
+/** The prefix an IPv4 client key is aggregated to under table pressure. */
+export const _V4_NETWORK = 24;
+
+/**
+ * The network a client key belongs to, for a table under pressure: an IPv6 key (`addr/len`
+ * as client keys write it, or a bare address) widened to /48, an IPv4 key to /24.
+ * Undefined for a key that is not an address (a tenant, "unknown", a derived `id:` key).
+ */
+export function _networkKey(key: string): string | undefined {
+  const slash = key.indexOf("/");
+  if (slash === -1) {
+    const v4 = _parseV4(key);
+    if (v4 >= 0) return `${_format(_mask(v4, _V4_NETWORK))}/${_V4_NETWORK}`;
+  }
+  const v6 = _parseV6(slash === -1 ? key : key.slice(0, slash));
+  if (v6 === undefined || key.includes("%")) return undefined;
+  let prefix = 128;
+  if (slash !== -1) {
+    const text = key.slice(slash + 1);
+    if (!/^\d{1,3}$/.test(text) || Number(text) > 128) return undefined;
+    prefix = Number(text);
+  }
+  const wide = Math.min(prefix, _V6_NETWORK);
+  return `${_format(_mask(v6, wide))}/${wide}`;
 }

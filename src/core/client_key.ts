@@ -6,7 +6,8 @@ export interface ClientKeyOptions {
   /**
    * CIDRs (or single addresses) of the proxies in front of the server, e.g. `["10.0.0.0/8"]`.
    * Only when the direct peer is inside one of them is the proxy header read; from anyone
-   * else it is ignored, since anyone can write it.
+   * else it is ignored, since anyone can write it. An IPv6 CIDR also covers the IPv4(-mapped)
+   * peers inside it: `::/0` is every peer.
    * @default []
    */
   trustedProxies?: readonly string[];
@@ -33,6 +34,9 @@ export interface ClientKeyInfo {
 
 /** A prepared client-key function; see {@linkcode createClientKey}. */
 export type ClientKeyFunction = (request: Pick<Request, "headers">, info?: ClientKeyInfo) => string;
+
+/** The most characters of a non-address entry kept in its derived key. */
+const DERIVED_MAX = 64;
 
 function _invalidCidr(value: unknown): Error {
   const text = typeof value === "string" ? value : "";
@@ -87,9 +91,15 @@ function _forwardedFors(value: string): (string | null)[] {
  * IPv4; IPv6 is keyed by its network (`ipv6Prefix`, canonical RFC 5952 text plus `/64`).
  * When the peer is a trusted proxy, the proxy header's chain is walked from the right,
  * skipping trusted hops, and the first untrusted address is the client (every hop trusted:
- * the leftmost). A malformed or unknown hop before that (`unknown`, an obfuscated `_id`,
- * garbage) falls back to the peer; nothing here ever throws per request. No peer, or a peer
- * that is not an IP address, gives `unknownKey` — every such request shares one bucket.
+ * the leftmost). An entry there that is not an address is the client too — it is what the
+ * last trusted hop wrote about its peer: empty (`1.2.3.4,`, an empty header), `unknown` or a
+ * `Forwarded` element without a usable `for=` give `unknownKey`; anything else (an obfuscated
+ * `_id`, garbage) is keyed `id:` + its first 64 characters, a stable bucket of its own.
+ * Never the proxy's own address, which would make everyone behind it share one bucket. No
+ * header: the proxy itself is the client. Nothing here ever throws per request. No peer, or
+ * a peer that is not an IP address, gives `unknownKey` — every such request shares one
+ * bucket. An IPv6 CIDR in `trustedProxies` also covers the IPv4 peers whose mapped form
+ * (`::ffff:a.b.c.d`) it holds: `::/0` trusts every peer, IPv4 included.
  *
  * Invalid CIDRs throw when the function is created: a TypeError for a malformed address, a
  * RangeError for a prefix out of range.
@@ -135,14 +145,24 @@ export function createClientKey(options?: ClientKeyOptions): ClientKeyFunction {
   };
   const keyOf = (ip: _Ip): string => (typeof ip === "number" ? _format(ip) : `${_format(_mask(ip, prefix))}/${prefix}`);
 
+  // Where the trusted chain ends on an entry that is not an address, that entry is the
+  // client as far as anyone can tell: empty or "unknown" is the unknown client (RFC 7239),
+  // anything else (an obfuscated `_id`, garbage) keys its own bucket by its text. Never the
+  // proxy's own address: that would put everyone behind the proxy in one bucket.
+  const derived = (raw: string | null): string => {
+    const text = raw === null ? "" : raw.trim();
+    return text === "" || text.toLowerCase() === "unknown" ? unknownKey : `id:${text.slice(0, DERIVED_MAX)}`;
+  };
+
   // Right to left: the rightmost entry was written by the proxy we trust, the ones to its
-  // left by whoever spoke to it. Undefined means "fall back to the peer".
-  const fromXff = (value: string): _Ip | undefined => {
+  // left by whoever spoke to it. A string is a final, derived key.
+  const fromXff = (value: string): _Ip | string | undefined => {
     let leftmost: _Ip | undefined;
     for (let end = value.length; end >= 0; ) {
       const comma = end > 0 ? value.lastIndexOf(",", end - 1) : -1;
-      const ip = _parseNode(value.slice(comma + 1, end));
-      if (ip === undefined) return undefined;
+      const text = value.slice(comma + 1, end);
+      const ip = _parseNode(text);
+      if (ip === undefined) return derived(text);
       if (!isTrusted(ip)) return ip;
       leftmost = ip;
       if (comma < 0) break;
@@ -150,13 +170,13 @@ export function createClientKey(options?: ClientKeyOptions): ClientKeyFunction {
     }
     return leftmost;
   };
-  const fromForwarded = (value: string): _Ip | undefined => {
+  const fromForwarded = (value: string): _Ip | string | undefined => {
     const fors = _forwardedFors(value);
     let leftmost: _Ip | undefined;
     for (let i = fors.length - 1; i >= 0; i--) {
-      const text = fors[i];
-      const ip = text == null ? undefined : _parseNode(text);
-      if (ip === undefined) return undefined;
+      const text = fors[i] ?? null;
+      const ip = text === null ? undefined : _parseNode(text);
+      if (ip === undefined) return derived(text);
       if (!isTrusted(ip)) return ip;
       leftmost = ip;
     }
@@ -170,8 +190,9 @@ export function createClientKey(options?: ClientKeyOptions): ClientKeyFunction {
     if (trusted.length > 0 && isTrusted(peer)) {
       try {
         const value = request.headers.get(header);
-        if (value !== null && value.trim() !== "") {
+        if (value !== null) {
           const client = header === "forwarded" ? fromForwarded(value) : fromXff(value);
+          if (typeof client === "string") return client;
           if (client !== undefined) return keyOf(client);
         }
       } catch {

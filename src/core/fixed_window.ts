@@ -2,7 +2,7 @@ import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import type { EventSink } from "./events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
-import { createSizeGauge } from "./size_gauge.ts";
+import { _PressuredTable } from "./_pressure.ts";
 import { _options, _positiveInt, _given } from "./_validate.ts";
 import { _badClock, _checkCost, _corrupt, _decision, _emitFault, _emitRateDeny, _label } from "./_rate.ts";
 
@@ -13,9 +13,12 @@ export interface FixedWindowLimiterOptions {
   /** The window, in milliseconds. @default 60_000 */
   windowMs?: number;
   /**
-   * The most keys held at once. At the cap, an unseen key first triggers one prune of every
-   * window that has ended; it is denied only if the table is still full. An active window is
-   * never evicted to make room (that would reset an abuser's count).
+   * The most keys held at once. At the cap, an unseen key first drops a window that has
+   * ended (amortised O(1): a sweep cursor resumes where it stopped, a bounded step at a
+   * time). If none is found, an address key is charged to its network's shared window (IPv6
+   * /48, IPv4 /24; at most `maxKeys / 4` networks held), and any other key is denied
+   * "table-full". An active window is never evicted to make room (that would reset an
+   * abuser's count).
    * @default 4096
    */
   maxKeys?: number;
@@ -42,13 +45,15 @@ interface _Window {
  * window ended, so resets are spread over time instead of every client retrying at one
  * global edge. `retryAfterMs` and `resetMs` are the time to the key's window edge.
  *
- * A denied unseen key at the cap gets `retryAfterMs` = the time until the earliest stored
- * window ends (a lower bound: the limiter tracks it without scanning, and only scans when
- * that time has come, so a flood of unseen keys against a table of live windows costs O(1)
- * per request). The cost to know: when stored windows keep ending one by one while unseen
- * keys keep arriving (a churning flood at the cap), each unseen key may scan the table and
- * free few slots — measured ~15 µs per such key at 4,096 keys. A denied `take`
- * counts nothing. A cost above `limit` throws a RangeError (it could never pass).
+ * Under table pressure (every held window live), unseen keys aggregate instead of locking
+ * out every new client: an IPv6 key is charged to its /48's shared window, an IPv4 key to its
+ * /24's, each with the same `limit` per `windowMs`. A flood of distinct /64s from one /48
+ * thus shares one budget, while a client of another network is served; denials of a shared
+ * window report "table-full". A key that is not an address is denied "table-full", with
+ * `retryAfterMs` = the time until the earliest stored window may end (a lower bound). Making
+ * room costs amortised O(1) per unseen key, never a scan of the table (measured on a churning
+ * flood at 4,096 keys: bench/limiters.bench.ts). A denied `take` counts nothing. A cost
+ * above `limit` throws a RangeError (it could never pass).
  *
  * Fails closed: a non-finite clock reading, a corrupt entry or any internal error denies
  * with `retryAfterMs` = `windowMs`, emits a fault event, and never throws. A corrupt entry is
@@ -76,30 +81,12 @@ export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): F
   const clock = o.clock ?? systemClock;
   const name = _label(what, o.name);
   const sink = o.onEvent;
-  const table = new Map<string, _Window>();
-  const size = createSizeGauge(maxKeys);
-  // A lower bound on every stored window's end: new windows end later than it or lower it,
-  // restarted windows only move later. No window can be pruned before this time.
-  let earliestEdge = Infinity;
-
-  /** The one prune an unseen key at the cap may trigger; true when there is room after it. */
-  const makeRoom = (now: number): boolean => {
-    if (now >= earliestEdge) {
-      let earliest = Infinity;
-      for (const [key, w] of table) {
-        const edge = w.start + windowMs;
-        if (!(now < edge)) table.delete(key);
-        else if (edge < earliest) earliest = edge;
-      }
-      earliestEdge = earliest;
-      size.set(table.size);
-    }
-    return table.size < maxKeys;
-  };
+  const tables = new _PressuredTable<_Window>(maxKeys, (w) => w.start + windowMs);
+  const table = tables.keys;
 
   const fault = (key: string, now: number, error: unknown, commit: boolean): RateDecision => {
     try {
-      if (now - now === 0 && table.has(key)) table.set(key, { start: now, count: limit });
+      if (now - now === 0 && table.get(key) !== undefined) table.set(key, { start: now, count: limit });
     } catch {
       // The repair is best effort; the denial below stands either way.
     }
@@ -120,7 +107,18 @@ export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): F
     try {
       now = at === undefined ? clock.now() : at;
       if (now - now !== 0) throw _badClock(now);
-      const w = table.get(key);
+      let w = table.get(key);
+      let pooled = false;
+      let place;
+      if (w === undefined) {
+        place = tables.place(key, now);
+        if (place === undefined) {
+          const wait = tables.waitMs(now, windowMs);
+          return deny(_decision(false, wait, 0, limit, wait, windowMs, "table-full"), commit);
+        }
+        w = place.entry;
+        pooled = place.pooled;
+      }
       if (w !== undefined) {
         const start = w.start;
         const count = w.count;
@@ -130,7 +128,8 @@ export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): F
           // A caller's `now` may be a little older than the window's start: never report more than a window.
           const resetMs = elapsed > 0 ? windowMs - elapsed : windowMs;
           if (count + cost > limit) {
-            return deny(_decision(false, resetMs, limit - count, limit, resetMs, windowMs, "over-limit"), commit);
+            const reason = pooled ? "table-full" : "over-limit";
+            return deny(_decision(false, resetMs, limit - count, limit, resetMs, windowMs, reason), commit);
           }
           if (commit) w.count = count + cost;
           return _decision(true, 0, limit - count - cost, limit, resetMs, windowMs, undefined);
@@ -141,15 +140,7 @@ export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): F
         }
         return _decision(true, 0, limit - cost, limit, windowMs, windowMs, undefined);
       }
-      if (table.size >= maxKeys && !makeRoom(now)) {
-        const wait = earliestEdge - now;
-        return deny(_decision(false, wait, 0, limit, wait, windowMs, "table-full"), commit);
-      }
-      if (commit) {
-        table.set(key, { start: now, count: cost });
-        size.set(table.size);
-        if (now + windowMs < earliestEdge) earliestEdge = now + windowMs;
-      }
+      if (commit) place!.table.set(place!.key, { start: now, count: cost });
       return _decision(true, 0, limit - cost, limit, windowMs, windowMs, undefined);
     } catch (error) {
       return fault(key, now, error, commit);
@@ -160,7 +151,7 @@ export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): F
     name,
     limit,
     windowMs,
-    size: size.gauge,
+    size: table.gauge,
     clock,
     failClosedRetryAfterMs: windowMs,
     take: (key, cost = 1, now) => decide(key, cost, now, true),

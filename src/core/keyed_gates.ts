@@ -31,7 +31,9 @@ export interface KeyedGatesOptions {
   rateLimits?: readonly RateLimitRule[];
   /**
    * Gate 5: the per-key in-flight cap. Its lane-wide cap defaults to Infinity here: the
-   * guard's concurrency limit (gate 6) is the lane.
+   * guard's concurrency limit (gate 6) is the lane. With `shedWaitMs`, a request over its
+   * key's cap waits that long for one of the key's slots (429 after), and leaves the wait at
+   * once when its client goes away.
    */
   inFlightPerKey?: InFlightLimiterOptions;
   /** How the client key is derived: options (trusted proxies, IPv6 prefix) or a function. */
@@ -47,7 +49,7 @@ export type KeyedVerdict =
 
 /** Gates 4 and 5, composed. */
 export interface KeyedGates {
-  /** Checks the request; synchronous unless the in-flight cap has a shed wait. */
+  /** Checks the request; synchronous unless the request waits for an in-flight slot (a shed wait). */
   check(request: Request, peer: PeerAddress | undefined, now: number): KeyedVerdict | Promise<KeyedVerdict>;
   readonly inFlight: ReturnType<typeof createInFlightLimiter> | undefined;
 }
@@ -99,7 +101,8 @@ export function createKeyedGates(options: KeyedGatesOptions, sink: EventSink): K
         if (!d.allowed) return { ok: false, response: rateLimitedResponse(d, { rateLimitHeaders: headers }) };
       }
       if (inFlight === undefined) return { ok: true, key, slot: undefined };
-      const slot = inFlight.shedWaitMs === 0 ? inFlight.tryAcquire(key) : inFlight.acquire(key, request.signal);
+      // Synchronous unless this request has to wait (its key at its cap, with a shed wait).
+      const slot = inFlight.enter(key, request.signal);
       const verdict = (s: Awaited<typeof slot>): KeyedVerdict => {
         if (s.ok) return { ok: true, key, slot: s };
         // "aborted": the client left while waiting; there is nobody to answer.

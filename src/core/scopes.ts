@@ -2,7 +2,7 @@ import type { Clock } from "./clock.ts";
 import type { EventSink } from "./events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _show } from "./_validate.ts";
-import { _decision, _emitFault, _emitRateDeny } from "./_rate.ts";
+import { _checkCost, _decision, _emitFault, _emitRateDeny } from "./_rate.ts";
 
 /** One budget of a {@linkcode ScopedLimiter}. */
 export interface RateScope<C> {
@@ -71,8 +71,10 @@ function _scoped(d: RateDecision, scope: string): ScopedRateDecision {
  * when every scope admits is each one charged (`take`). Within one synchronous call nothing
  * else can move the limiters between the two, so the check is exact.
  *
- * Fails closed: a key function that throws denies the request at its scope with that
- * scope's limiter's fail-closed Retry-After, and emits a fault event. The limiters' own
+ * Fails closed: a key function, or a (third-party) limiter's `peek` or `take`, that throws
+ * denies the request at its scope with reason "limiter-error" and that scope's limiter's
+ * fail-closed Retry-After, and emits a fault event. (A `take` that throws comes after the
+ * coarser scopes were charged; nothing is refunded.) The limiters' own
  * faults are emitted through their own `onEvent`: give every limiter and this one the same
  * sink. Deny events come from here (the limiters' `peek` emits none).
  *
@@ -126,7 +128,10 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): Scoped
   // A throwing key function or clock: deny at that scope, as its limiter would fail.
   const failClosed = (error: unknown, scope: (typeof list)[number]): ScopedRateDecision => {
     _emitFault(sink, error);
-    const { failClosedRetryAfterMs: ms, limit, windowMs } = scope.limiter;
+    const { limit, windowMs } = scope.limiter;
+    const hint = scope.limiter.failClosedRetryAfterMs;
+    // A foreign limiter may not state its hint: a second, rather than a NaN Retry-After.
+    const ms = typeof hint === "number" && hint > 0 && hint < Infinity ? hint : 1000;
     return refuse(_decision(false, ms, 0, limit, ms, windowMs, "limiter-error"), scope);
   };
 
@@ -139,6 +144,8 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): Scoped
       } catch (error) {
         return failClosed(error, list[0]!);
       }
+      // A cost no scope could ever pass is the caller's bug: thrown, never read as a fault.
+      if (cost !== 1) for (const s of list) _checkCost("take from scoped limiter", cost, s.limiter.limit);
       const keys: string[] = new Array(list.length);
       for (let i = 0; i < list.length; i++) {
         const scope = list[i]!;
@@ -148,14 +155,25 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): Scoped
         } catch (error) {
           return failClosed(error, scope);
         }
-        const d = scope.limiter.peek(key, cost, now);
+        let d: RateDecision;
+        try {
+          d = scope.limiter.peek(key, cost, now);
+        } catch (error) {
+          // A third-party limiter's peek that throws denies, as its take would fail closed.
+          return failClosed(error, scope);
+        }
         if (!d.allowed) return refuse(d, scope);
         keys[i] = key;
       }
       let tightest: RateDecision | undefined;
       let tightestScope = "";
       for (let i = 0; i < list.length; i++) {
-        const d = list[i]!.limiter.take(keys[i]!, cost, now);
+        let d: RateDecision;
+        try {
+          d = list[i]!.limiter.take(keys[i]!, cost, now);
+        } catch (error) {
+          return failClosed(error, list[i]!);
+        }
         // Unreachable with this module's limiters (nothing moves between peek and take);
         // a foreign limiter whose peek disagrees with its take is reported, not hidden.
         if (!d.allowed) return _scoped(d, list[i]!.name);

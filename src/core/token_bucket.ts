@@ -2,7 +2,7 @@ import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import type { EventSink } from "./events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
-import { createSizeGauge } from "./size_gauge.ts";
+import { _PressuredTable } from "./_pressure.ts";
 import { _options, _positiveInt, _given } from "./_validate.ts";
 import {
   _badClock,
@@ -22,9 +22,11 @@ export interface TokenBucketLimiterOptions {
   /** Bucket size: cost units one key may spend at once after being idle. A positive integer. */
   burst: number;
   /**
-   * The most keys held at once. At the cap, an unseen key first triggers one prune of every
-   * idle key (bucket full again); it is denied only if the table is still full. An active
-   * key is never evicted to make room.
+   * The most keys held at once. At the cap, an unseen key first drops an idle key (bucket
+   * full again; amortised O(1): a sweep cursor resumes where it stopped, a bounded step at a
+   * time). If none is found, an address key is charged to its network's shared bucket (IPv6
+   * /48, IPv4 /24; at most `maxKeys / 4` networks held), and any other key is denied
+   * "table-full". An active key is never evicted to make room.
    * @default 4096
    */
   maxKeys?: number;
@@ -57,7 +59,10 @@ const SLACK_MS = 1e-6;
  * number, its theoretical arrival time (TAT). A request of cost `c` at `now` passes when
  * `max(TAT, now) + c·T − burst·T ≤ now` (T = 1000 / ratePerSecond ms), and moves the TAT
  * by `c·T`. A key whose TAT is at or before `now` is idle (its bucket is full) and may be
- * pruned: expiry is a comparison, with no timer and no background sweep.
+ * pruned: expiry is a comparison, with no timer and no background sweep. Under table
+ * pressure unseen address keys share their network's bucket (IPv6 /48, IPv4 /24) instead of
+ * being locked out, as {@linkcode createFixedWindowLimiter} describes; a shared bucket's
+ * denials report "table-full".
  *
  * `retryAfterMs` is exact: the time until the request would conform. `resetMs` is the time
  * until the bucket is full. `windowMs` is `burst·T`, the time to refill an empty bucket.
@@ -91,26 +96,8 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
   const sink = o.onEvent;
   const interval = 1000 / ratePerSecond;
   const tolerance = burst * interval;
-  const table = new Map<string, _Tat>();
-  const size = createSizeGauge(maxKeys);
-  // A lower bound on every stored TAT: inserts lower it, TATs only move later in place.
-  // No key can be idle before this time.
-  let earliestIdle = Infinity;
-
-  /** The one prune an unseen key at the cap may trigger; true when there is room after it. */
-  const makeRoom = (now: number): boolean => {
-    if (now >= earliestIdle) {
-      let earliest = Infinity;
-      for (const [key, entry] of table) {
-        const tat = entry.tat;
-        if (!(now < tat)) table.delete(key);
-        else if (tat < earliest) earliest = tat;
-      }
-      earliestIdle = earliest;
-      size.set(table.size);
-    }
-    return table.size < maxKeys;
-  };
+  const tables = new _PressuredTable<_Tat>(maxKeys, (e) => e.tat);
+  const table = tables.keys;
 
   const remainingAt = (now: number, tat: number): number => {
     const r = Math.floor((now + tolerance - tat + SLACK_MS) / interval);
@@ -119,7 +106,7 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
 
   const fault = (key: string, now: number, error: unknown, commit: boolean): RateDecision => {
     try {
-      if (now - now === 0 && table.has(key)) table.set(key, { tat: now + tolerance });
+      if (now - now === 0 && table.get(key) !== undefined) table.set(key, { tat: now + tolerance });
     } catch {
       // The repair is best effort; the denial below stands either way.
     }
@@ -135,32 +122,37 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
     try {
       now = at === undefined ? clock.now() : at;
       if (now - now !== 0) throw _badClock(now);
-      const entry = table.get(key);
+      let entry = table.get(key);
+      let pooled = false;
+      let place;
+      if (entry === undefined) {
+        place = tables.place(key, now);
+        if (place === undefined) {
+          const wait = tables.waitMs(now, tolerance);
+          const decision = _decision(false, wait, 0, burst, wait, tolerance, "table-full");
+          if (commit) _emitRateDeny(sink, decision, name);
+          return decision;
+        }
+        entry = place.entry;
+        pooled = place.pooled;
+      }
       let tat = now;
       if (entry !== undefined) {
         const stored = entry.tat;
         if (!(stored - stored === 0)) throw _corrupt("token bucket");
         if (stored > now) tat = stored;
-      } else if (table.size >= maxKeys && !makeRoom(now)) {
-        const wait = earliestIdle - now;
-        const decision = _decision(false, wait, 0, burst, wait, tolerance, "table-full");
-        if (commit) _emitRateDeny(sink, decision, name);
-        return decision;
       }
       const next = tat + cost * interval;
       const allowAt = next - tolerance;
       if (now + SLACK_MS < allowAt) {
-        const decision = _decision(false, allowAt - now, remainingAt(now, tat), burst, tat - now, tolerance, "over-limit");
+        const reason = pooled ? "table-full" : "over-limit";
+        const decision = _decision(false, allowAt - now, remainingAt(now, tat), burst, tat - now, tolerance, reason);
         if (commit) _emitRateDeny(sink, decision, name);
         return decision;
       }
       if (commit) {
         if (entry !== undefined) entry.tat = next;
-        else {
-          table.set(key, { tat: next });
-          size.set(table.size);
-          if (next < earliestIdle) earliestIdle = next;
-        }
+        else place!.table.set(place!.key, { tat: next });
       }
       return _decision(true, 0, remainingAt(now, next), burst, next - now, tolerance, undefined);
     } catch (error) {
@@ -174,7 +166,7 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
     burst,
     limit: burst,
     windowMs: tolerance,
-    size: size.gauge,
+    size: table.gauge,
     clock,
     failClosedRetryAfterMs: interval,
     take: (key, cost = 1, now) => decide(key, cost, now, true),

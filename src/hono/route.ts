@@ -103,8 +103,9 @@ export interface InFlightCapOptions extends InFlightLimiterOptions {
 }
 
 /**
- * A route-level per-client in-flight cap: a client at its cap is refused at once (429),
- * the route's whole lane past its cap (503). The slot is held until the handler settles.
+ * A route-level per-client in-flight cap: a client at its cap is refused at once (429) — or,
+ * with `shedWaitMs`, waits that long for one of its own slots first — and the route's whole
+ * lane past its cap (503). The slot is held until the handler settles.
  *
  * @example
  * ```ts

@@ -75,20 +75,33 @@ describe("client key", () => {
     assert.equal(via("for=192.0.2.60;proto=http;by=203.0.113.43"), "192.0.2.60");
     assert.equal(via('for=198.51.100.17, For="10.0.0.3";proto=https'), "198.51.100.17");
     assert.equal(via('for="a,b"; by=x, for=192.0.2.1'), "192.0.2.1", "a comma inside quotes does not split");
-    assert.equal(via("for=unknown"), "10.0.0.1", "unknown falls back to the peer");
-    assert.equal(via("for=_hidden, for=10.0.0.4"), "10.0.0.1", "an obfuscated hop before the client: the peer");
     assert.equal(key(req({ "x-forwarded-for": "203.0.113.9" }), peer("10.0.0.1")), "10.0.0.1", "the other header is not read");
   });
 
-  test("client key: malformed forwarding headers fall back to the peer", () => {
+  test("client key: an entry that is not an address, where the trusted chain ends, is the client: a stable derived key, never the proxy's own", () => {
     const xff = createClientKey({ trustedProxies: ["10.0.0.0/8"] });
+    const via = (value: string) => xff(req({ "x-forwarded-for": value }), peer("10.0.0.1"));
+    for (const value of ["garbage", "garbage, 10.0.0.7", "300.1.1.1", "01.2.3.4", "1.2.3.4:99999", "[::1", "::1]:80", "1.2.3"]) {
+      const client = value.split(",")[0]!.trim();
+      assert.equal(via(value), `id:${client}`, `xff ${JSON.stringify(value)}`);
+    }
+    assert.equal(via("garbage"), via("garbage"), "stable: the same entry is the same bucket");
+    assert.notEqual(via("garbage"), via("other-garbage"));
+    assert.equal(via("x".repeat(500)), `id:${"x".repeat(64)}`, "a derived key is at most 64 characters of the entry");
+    for (const value of ["1.2.3.4,", "1.2.3.4,,", ",", "", " ", "unknown", "UNKNOWN, 10.0.0.7"]) {
+      assert.equal(via(value), "unknown", `xff ${JSON.stringify(value)}: an empty or unknown client is the unknown key`);
+    }
+    assert.equal(createClientKey({ trustedProxies: ["10.0.0.0/8"], unknownKey: "anon" })(req({ "x-forwarded-for": "1.2.3.4," }), peer("10.0.0.1")), "anon");
     const fwd = createClientKey({ trustedProxies: ["10.0.0.0/8"], proxyHeader: "forwarded" });
-    for (const value of ["", " ", ",", "garbage", "1.2.3.4,,", "300.1.1.1", "01.2.3.4", "1.2.3.4:99999", "[::1", "::1]:80", "1.2.3"]) {
-      assert.equal(xff(req({ "x-forwarded-for": value }), peer("10.0.0.1")), "10.0.0.1", `xff ${JSON.stringify(value)}`);
+    const viaFwd = (value: string) => fwd(req({ forwarded: value }), peer("10.0.0.1"));
+    assert.equal(viaFwd("for=_hidden, for=10.0.0.4"), "id:_hidden", "an obfuscated client (RFC 7239) keeps its own bucket");
+    assert.equal(viaFwd('for="_gazonk"'), "id:_gazonk");
+    assert.equal(viaFwd("for=unknown"), "unknown");
+    assert.equal(viaFwd("for=garbage"), "id:garbage");
+    for (const value of ['for="1.2.3.4', "for", "for=", 'for="1.2.3.4" junk', "for=1.2.3.4;for=5.6.7.8", ";;;", "by=1.2.3.4", "for=1.2.3.4,"]) {
+      assert.equal(viaFwd(value), "unknown", `forwarded ${JSON.stringify(value)}: no usable client`);
     }
-    for (const value of ['for="1.2.3.4', "for", "for=", 'for="1.2.3.4" junk', "for=1.2.3.4;for=5.6.7.8", ";;;", "by=1.2.3.4"]) {
-      assert.equal(fwd(req({ forwarded: value }), peer("10.0.0.1")), "10.0.0.1", `forwarded ${JSON.stringify(value)}`);
-    }
+    assert.equal(xff(req(), peer("10.0.0.1")), "10.0.0.1", "no header at all: the proxy itself is the client");
   });
 
   test("client key: trusted proxies match IPv4-mapped peers and single addresses", () => {
@@ -96,6 +109,18 @@ describe("client key", () => {
     assert.equal(key(req({ "x-forwarded-for": "203.0.113.9" }), peer("::ffff:192.0.2.1")), "203.0.113.9");
     assert.equal(key(req({ "x-forwarded-for": "203.0.113.9" }), peer("10.3.3.3")), "203.0.113.9");
     assert.equal(key(req({ "x-forwarded-for": "203.0.113.9" }), peer("192.0.2.2")), "192.0.2.2");
+  });
+
+  test("client key: an IPv6 CIDR covers the IPv4(-mapped) peers inside it: ::/0 trusts every peer", () => {
+    const all = createClientKey({ trustedProxies: ["::/0"] });
+    const xff = { "x-forwarded-for": "203.0.113.9" };
+    assert.equal(all(req(xff), peer("::ffff:192.0.2.1")), "203.0.113.9", "an IPv4-mapped peer");
+    assert.equal(all(req(xff), peer("192.0.2.1")), "203.0.113.9", "the same peer as a dual-stack socket may not report it mapped");
+    assert.equal(all(req(xff), peer("2001:db8::1")), "203.0.113.9");
+    const docs = createClientKey({ trustedProxies: ["2001:db8::/32"] });
+    assert.equal(docs(req(xff), peer("::ffff:192.0.2.1")), "192.0.2.1", "an IPv6 network without the mapped range does not");
+    const v4 = createClientKey({ trustedProxies: ["0.0.0.0/0"] });
+    assert.equal(v4(req(xff), peer("2001:db8::1")), "2001:db8::/64", "an IPv4 CIDR never covers IPv6");
   });
 
   test("client key: invalid CIDRs throw at creation, naming the value", () => {
@@ -114,7 +139,7 @@ describe("client key", () => {
   test("client key: property — never throws on arbitrary header strings, and answers a well-formed key", () => {
     const fwd = createClientKey({ trustedProxies: ["0.0.0.0/0", "::/0"], proxyHeader: "forwarded" });
     const xff = createClientKey({ trustedProxies: ["10.0.0.0/8"] });
-    const shape = /^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f:]+\/64|unknown)$/;
+    const shape = /^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f:]+\/64|unknown|id:[^]{1,64})$/;
     fc.assert(
       fc.property(fc.string({ unit: "binary-ascii", maxLength: 80 }), fc.string({ maxLength: 40 }), (header, address) => {
         let headers: Headers;

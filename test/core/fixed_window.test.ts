@@ -5,6 +5,7 @@ import { createFixedWindowLimiter } from "../../src/core/fixed_window.ts";
 import { createManualClock } from "../../src/core/manual_clock.ts";
 import type { Clock } from "../../src/core/clock.ts";
 import type { DenyEvent, FaultEvent, HygieneEvent } from "../../src/core/events.ts";
+import { countMapOps } from "../support/map_ops.ts";
 
 describe("fixed window", () => {
   test("fixed window: defaults are 600 per 60 s over at most 4096 keys", () => {
@@ -185,6 +186,85 @@ describe("fixed window", () => {
               assert.ok(s.used <= limit);
             }
             assert.ok(limiter.size.value <= 2);
+          }
+        },
+      ),
+    );
+  });
+
+  test("fixed window: a churning flood at a full table touches a bounded number of entries per unseen key", () => {
+    const n = 4096;
+    const limiter = createFixedWindowLimiter({ limit: 10, windowMs: n, maxKeys: n, clock: createManualClock() });
+    const ops = countMapOps();
+    try {
+      let now = 0;
+      for (let i = 0; i < n; i++) limiter.take(`k${i}`, 1, (now += 1));
+      // Every request a new key, each arriving as the oldest stored window ends.
+      const before = ops.count;
+      let admitted = 0;
+      for (let i = n; i < 3 * n; i++) if (limiter.take(`k${i}`, 1, (now += 1)).allowed) admitted++;
+      const perKey = (ops.count - before) / (2 * n);
+      assert.equal(admitted, 2 * n, "each unseen key found the window that had just ended");
+      assert.ok(perKey >= 1, "the count sees the table (at least one lookup per key)");
+      assert.ok(perKey <= 8, `${perKey} Map operations per unseen key (a scan is thousands)`);
+      assert.equal(limiter.size.value, n);
+    } finally {
+      ops.restore();
+    }
+  });
+
+  test("fixed window: under table pressure an unseen IPv6 key is charged to its /48's shared window; clients of other networks are served", () => {
+    const clock = createManualClock();
+    const limiter = createFixedWindowLimiter({ limit: 5, windowMs: 60_000, maxKeys: 64, clock });
+    const flood = (i: number) => `2001:db8:1:${i.toString(16)}::/64`;
+    for (let i = 0; i < 64; i++) assert.equal(limiter.take(flood(i)).allowed, true);
+    const reasons = new Map<string, number>();
+    let admitted = 0;
+    for (let i = 64; i < 4096; i++) {
+      const d = limiter.take(flood(i));
+      if (d.allowed) admitted++;
+      else reasons.set(String(d.reason), (reasons.get(String(d.reason)) ?? 0) + 1);
+    }
+    assert.equal(admitted, 5, "the rest of the /48's flood shares one window of 5");
+    assert.deepEqual([...reasons], [["table-full", 4096 - 64 - 5]]);
+    assert.equal(limiter.take("192.0.2.7").allowed, true, "an IPv4 client is served");
+    assert.equal(limiter.take("2001:db8:2:1::/64").allowed, true, "an IPv6 client of another /48 is served");
+    assert.equal(limiter.take(flood(0)).remaining, 3, "a stored flood key keeps its own window: never evicted");
+    assert.equal(limiter.size.value, 64);
+    clock.advance(60_000);
+    assert.equal(limiter.take(flood(5000)).allowed, true, "once the stored windows end, the table has room again");
+  });
+
+  test("fixed window: property — on a small table the amortised prune decides exactly as a full prune would", () => {
+    // A reference with the old semantics: at the cap, drop every ended window, deny if still full.
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 8 }),
+        fc.array(fc.record({ key: fc.integer({ min: 0, max: 12 }), dt: fc.nat(700) }), { maxLength: 120 }),
+        (maxKeys, steps) => {
+          const clock = createManualClock();
+          const windowMs = 1000;
+          const limit = 3;
+          const limiter = createFixedWindowLimiter({ limit, windowMs, maxKeys, clock });
+          const ref = new Map<string, { start: number; count: number }>();
+          for (const { key: k, dt } of steps) {
+            clock.advance(dt);
+            const now = clock.now();
+            const key = `tenant-${k}`; // not an address: no network to aggregate to
+            let w = ref.get(key);
+            let expected: boolean;
+            if (w === undefined && ref.size >= maxKeys) {
+              for (const [rk, rw] of ref) if (now >= rw.start + windowMs) ref.delete(rk);
+            }
+            if (w === undefined && ref.size >= maxKeys) expected = false;
+            else {
+              if (w === undefined || now >= w.start + windowMs) ref.set(key, (w = { start: now, count: 0 }));
+              expected = w.count + 1 <= limit;
+              if (expected) w.count++;
+            }
+            const d = limiter.take(key);
+            assert.equal(d.allowed, expected, `${key} at ${now}`);
+            assert.ok(limiter.size.value <= maxKeys);
           }
         },
       ),

@@ -590,6 +590,87 @@ describe("guard: keyed gates", () => {
     assert.deepEqual(denials.map((d) => [d.layer, d.reason]), [["peer", "peer-busy"]]);
   });
 
+  test("guard: with inFlightPerKey.shedWaitMs a request over its key's cap waits for the key's slot and is admitted when it frees", async () => {
+    const clock = createManualClock();
+    const denials: DenyEvent[] = [];
+    const guard = createGuard({ clock, inFlightPerKey: { perKey: 1, shedWaitMs: 100 }, onDeny: (e) => denials.push(e) });
+    const gate = deferred();
+    const order: string[] = [];
+    const fetch = guard.wrap(async (req) => {
+      const name = new URL(req.url).pathname;
+      order.push(`start ${name}`);
+      if (name === "/first") await gate.promise;
+      return new Response(name);
+    });
+    const first = fetch(new Request("http://localhost/first"), { peer: { address: "10.0.0.1" } });
+    await flushMicrotasks();
+    const second = fetch(new Request("http://localhost/second"), { peer: { address: "10.0.0.1" } });
+    await flushMicrotasks();
+    assert.deepEqual(order, ["start /first"], "the second waits: its key is at its cap");
+    assert.equal(guard.inFlightPerKey!.waiting, 1);
+    clock.advance(99);
+    gate.resolve();
+    assert.equal((await first).status, 200);
+    assert.equal((await second).status, 200, "admitted when the key's slot freed, within the wait");
+    assert.deepEqual(order, ["start /first", "start /second"]);
+    assert.equal(guard.inFlightPerKey!.inFlight("10.0.0.1"), 0);
+    assert.deepEqual(denials, []);
+  });
+
+  test("guard: with inFlightPerKey.shedWaitMs a request still waiting when the wait ends is refused 429; one whose client left is dropped at once", async () => {
+    const clock = createManualClock();
+    const denials: DenyEvent[] = [];
+    const guard = createGuard({ clock, inFlightPerKey: { perKey: 1, shedWaitMs: 100 }, onDeny: (e) => denials.push(e) });
+    const gate = deferred();
+    let runs = 0;
+    const fetch = guard.wrap(async () => (runs++, await gate.promise, new Response("ok")));
+    const first = fetch(...from("10.0.0.1"));
+    await flushMicrotasks();
+    const ac = new AbortController();
+    const leaving = fetch(new Request("http://localhost/", { signal: ac.signal }), { peer: { address: "10.0.0.1" } });
+    await flushMicrotasks();
+    assert.equal(guard.inFlightPerKey!.waiting, 1);
+    ac.abort();
+    assert.equal(guard.inFlightPerKey!.waiting, 0, "the client that left no longer waits");
+    await leaving;
+    const late = fetch(...from("10.0.0.1"));
+    await flushMicrotasks();
+    assert.equal(guard.inFlightPerKey!.waiting, 1);
+    clock.advance(99);
+    assert.equal(guard.inFlightPerKey!.waiting, 1);
+    clock.advance(1);
+    const refused = await late;
+    assert.equal(refused.status, 429);
+    assert.ok(refused.headers.get("retry-after"));
+    assert.equal(runs, 1);
+    gate.resolve();
+    assert.equal((await first).status, 200);
+    assert.equal(guard.inFlightPerKey!.inFlight("10.0.0.1"), 0);
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason, d.status]), [["peer", "peer-busy", 429]]);
+  });
+
+  test("guard: a flood from 4,096+ distinct /64s of one /48 does not lock out clients of other networks, and is itself limited", async () => {
+    const clock = createManualClock();
+    const denials: DenyEvent[] = [];
+    const guard = createGuard({
+      clock,
+      rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 10, windowMs: 60_000, clock, name: "ip" }) }],
+      onDeny: (e) => denials.push(e),
+    });
+    const fetch = guard.wrap(() => new Response("ok"));
+    let floodServed = 0;
+    for (let i = 0; i < 6000; i++) {
+      const res = await fetch(...from(`2001:db8:7:${i.toString(16)}::1`));
+      if (res.status === 200) floodServed++;
+      if (i === 5000) {
+        assert.equal((await fetch(...from("192.0.2.7"))).status, 200, "an IPv4 client is served during the flood");
+        assert.equal((await fetch(...from("2001:db8:8:1::1"))).status, 200, "an IPv6 client of another /48 is served");
+      }
+    }
+    assert.equal(floodServed, 4096 + 10, "past the table, the /48's flood shares one budget of 10");
+    assert.ok(denials.every((d) => d.layer === "rate" && d.reason === "table-full"));
+  });
+
   test("guard: a slot reserved by gate 5 is returned when gate 6 refuses", async () => {
     const guard = createGuard({ clock: createManualClock(), concurrencyLimit: 1, inFlightPerKey: { perKey: 4 } });
     const gate = deferred();

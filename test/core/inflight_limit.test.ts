@@ -10,6 +10,7 @@ import {
 } from "../../src/core/inflight_limit.ts";
 import { createManualClock } from "../../src/core/manual_clock.ts";
 import type { HygieneEvent } from "../../src/core/events.ts";
+import { countMapOps } from "../support/map_ops.ts";
 
 function assertEmpty(limiter: InFlightLimiter, keys: string[]) {
   for (const key of keys) assert.equal(limiter.inFlight(key), 0, `inFlight(${key})`);
@@ -28,15 +29,15 @@ describe("in-flight limit", () => {
     assert.equal(limiter.size.capacity, 4096);
   });
 
-  test("in-flight limit: a key at its cap is refused at once as peer-busy (429)", async () => {
+  test("in-flight limit: without a shed wait, a key at its cap is refused at once as peer-busy (429)", async () => {
     const clock = createManualClock();
-    const limiter = createInFlightLimiter({ perKey: 2, overall: 10, shedWaitMs: 100, clock });
+    const limiter = createInFlightLimiter({ perKey: 2, overall: 10, clock });
     const a = limiter.tryAcquire("k") as Slot;
     const b = (await limiter.acquire("k")) as Slot;
     assert.ok(a.ok && b.ok);
     const refused = await limiter.acquire("k");
     assert.deepEqual(refused, { ok: false, reason: "peer-busy", status: 429, retryAfterMs: 1000 });
-    assert.equal(limiter.waiting, 0, "a busy peer never waits");
+    assert.equal(limiter.waiting, 0, "without a shed wait a busy peer never waits");
     assert.equal(limiter.inFlight("k"), 2);
     assert.equal(limiter.tryAcquire("other").ok, true, "other keys are unaffected");
   });
@@ -77,10 +78,13 @@ describe("in-flight limit", () => {
     const waiting = limiter.acquire("b");
     assert.equal(limiter.inFlight("b"), 1, "reserved while waiting");
     assert.equal(limiter.waiting, 1);
-    assert.equal((await limiter.acquire("b")).ok, false, "b's second request is peer-busy, without waiting");
+    const second = limiter.acquire("b");
+    assert.equal(limiter.waiting, 2, "b's second request waits for b's own slot, not for the lane");
     clock.advance(100);
     const refused = await waiting;
     assert.ok(!refused.ok && refused.reason === "busy");
+    const alsoRefused = await second;
+    assert.ok(!alsoRefused.ok && alsoRefused.reason === "peer-busy", "its own wait ended too");
     held.release();
     assertEmpty(limiter, ["a", "b"]);
   });
@@ -185,5 +189,85 @@ describe("in-flight limit", () => {
     assert.throws(() => createInFlightLimiter({ shedWaitMs: -5 }), /"shedWaitMs" must be a non-negative integer/);
     const error = new PeerBusyError({ retryAfterMs: 1000, limit: 16 });
     assert.ok(isPeerBusyError(error) && error.code === "PEER_BUSY" && error.retryAfterMs === 1000);
+  });
+
+  test("in-flight limit: a churning flood at a full table of busy keys touches a bounded number of entries per unseen key", () => {
+    const n = 4096;
+    const limiter = createInFlightLimiter({ maxKeys: n, overall: Infinity });
+    for (let i = 0; i < n - 1; i++) assert.ok(limiter.tryAcquire(`busy${i}`).ok);
+    const ops = countMapOps();
+    try {
+      let served = 0;
+      for (let i = 0; i < 2 * n; i++) {
+        const slot = limiter.tryAcquire(`new${i}`);
+        if (slot.ok) {
+          served++;
+          slot.release();
+        }
+      }
+      const perKey = ops.count / (2 * n);
+      assert.equal(served, 2 * n, "the one idle key is found and dropped every time");
+      assert.ok(perKey >= 1, "the count sees the table (at least one lookup per key)");
+      assert.ok(perKey <= 8, `${perKey} Map operations per unseen key (a scan is thousands)`);
+    } finally {
+      ops.restore();
+    }
+  });
+
+  test("in-flight limit: with a shed wait, a key at its cap waits for its own slot and takes it when one frees", async () => {
+    const clock = createManualClock();
+    const limiter = createInFlightLimiter({ perKey: 1, overall: Infinity, shedWaitMs: 100, clock });
+    const held = limiter.tryAcquire("k") as Slot;
+    const waiting = limiter.acquire("k");
+    assert.equal(limiter.waiting, 1);
+    clock.advance(60);
+    held.release();
+    const slot = await waiting;
+    assert.ok(slot.ok, "the freed slot went to the waiter");
+    assert.equal(limiter.inFlight("k"), 1);
+    assert.equal(limiter.waiting, 0);
+    const late = limiter.acquire("k");
+    clock.advance(100);
+    assert.deepEqual(await late, { ok: false, reason: "peer-busy", status: 429, retryAfterMs: 1000 });
+    slot.release();
+    assertEmpty(limiter, ["k"]);
+  });
+
+  test("in-flight limit: a key's waiters are bounded by its cap (the oldest is refused) and leave at once on abort", async () => {
+    const clock = createManualClock();
+    const limiter = createInFlightLimiter({ perKey: 2, overall: Infinity, shedWaitMs: 100, clock });
+    const held = [limiter.tryAcquire("k") as Slot, limiter.tryAcquire("k") as Slot];
+    const oldest = limiter.acquire("k");
+    const ac = new AbortController();
+    const leaving = limiter.acquire("k", ac.signal);
+    const newest = limiter.acquire("k");
+    assert.deepEqual(await oldest, { ok: false, reason: "peer-busy", status: 429, retryAfterMs: 1000 });
+    assert.equal(limiter.waiting, 2);
+    ac.abort();
+    assert.equal((await leaving).ok, false);
+    assert.equal(limiter.waiting, 1, "the client that left is removed at once");
+    held[0]!.release();
+    const got = await newest;
+    assert.ok(got.ok);
+    got.release();
+    held[1]!.release();
+    assertEmpty(limiter, ["k"]);
+    assert.equal(clock.pendingTimers, 0, "no wait timer left behind");
+  });
+
+  test("in-flight limit: a key wait that cannot be set up (a broken signal) fails closed and queues nothing", async () => {
+    const events: HygieneEvent[] = [];
+    const clock = createManualClock();
+    const limiter = createInFlightLimiter({ perKey: 1, overall: Infinity, shedWaitMs: 100, clock, onEvent: (e) => events.push(e) });
+    const held = limiter.tryAcquire("a") as Slot;
+    const broken = { aborted: false, addEventListener() { throw new Error("broken signal"); }, removeEventListener() {} };
+    const result = await limiter.acquire("a", broken as unknown as AbortSignal);
+    assert.ok(!result.ok && result.reason === "limiter-error" && result.status === 503);
+    assert.equal(limiter.waiting, 0);
+    assert.equal(clock.pendingTimers, 0, "its timer was cancelled");
+    assert.equal(limiter.inFlight("a"), 1, "the holder's slot is untouched");
+    assert.ok(events.some((e) => e.type === "fault" && e.failed === "closed"));
+    held.release();
+    assertEmpty(limiter, ["a"]);
   });
 });

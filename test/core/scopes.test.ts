@@ -106,6 +106,47 @@ describe("scopes", () => {
     });
   });
 
+  test("scopes: a third-party limiter whose peek or take throws fails closed at its scope like one that denies", () => {
+    const events: HygieneEvent[] = [];
+    const clock = createManualClock();
+    const global = createFixedWindowLimiter({ limit: 10, windowMs: 5000, clock });
+    let broken: "peek" | "take" = "peek";
+    const foreign = {
+      ...createTokenBucketLimiter({ ratePerSecond: 2, burst: 4, clock, name: "vendor" }),
+      peek: () => {
+        if (broken === "peek") throw new Error("vendor peek failed");
+        return global.peek("unused");
+      },
+      take: () => {
+        throw new Error("vendor take failed");
+      },
+    };
+    const scoped = createScopedLimiter<{ tenant: string }>({
+      scopes: [
+        { name: "global", limiter: global },
+        { name: "vendor", limiter: foreign, key: (c) => c.tenant },
+      ],
+      onEvent: (e) => events.push(e),
+    });
+    for (const which of ["peek", "take"] as const) {
+      broken = which;
+      events.length = 0;
+      let d: ReturnType<typeof scoped.take> | undefined;
+      assert.doesNotThrow(() => (d = scoped.take({ tenant: "a" })), `a throwing ${which} must not escape`);
+      assert.equal(d!.allowed, false);
+      assert.equal(d!.reason, "limiter-error");
+      assert.equal(d!.scope, "vendor");
+      assert.equal(d!.retryAfterMs, 500, "the limiter's fail-closed Retry-After");
+      assert.ok(events.some((e) => e.type === "fault" && e.failed === "closed" && e.error instanceof Error));
+      assert.deepEqual(events.filter((e) => e.type === "deny"), [
+        { type: "deny", layer: "rate", reason: "limiter-error", status: 429, retryAfterMs: 500, scope: "vendor", limiterClass: "vendor" },
+      ]);
+      // peek() reports what would remain after this request: 9 means nothing was charged yet.
+      const charged = which === "peek" ? 0 : 1; // a throwing take comes after global was charged
+      assert.equal(global.peek("global").remaining, 9 - charged);
+    }
+  });
+
   test("scopes: one time read is handed to every scope; a passed now is used as is", () => {
     let reads = 0;
     const manual = createManualClock();

@@ -5,6 +5,7 @@ import { createTokenBucketLimiter } from "../../src/core/token_bucket.ts";
 import { createManualClock } from "../../src/core/manual_clock.ts";
 import type { Clock } from "../../src/core/clock.ts";
 import type { FaultEvent, HygieneEvent } from "../../src/core/events.ts";
+import { countMapOps } from "../support/map_ops.ts";
 
 describe("token bucket", () => {
   test("token bucket: a fresh key may spend its whole burst at once, then waits one interval", () => {
@@ -171,5 +172,40 @@ describe("token bucket", () => {
         },
       ),
     );
+  });
+
+  test("token bucket: a churning flood at a full table touches a bounded number of entries per unseen key", () => {
+    const n = 4096;
+    // One token per n ms, burst 1: a key's bucket is full again n ms after its one request.
+    const limiter = createTokenBucketLimiter({ ratePerSecond: 1000 / n, burst: 1, maxKeys: n, clock: createManualClock() });
+    const ops = countMapOps();
+    try {
+      let now = 0;
+      for (let i = 0; i < n; i++) limiter.take(`k${i}`, 1, (now += 1));
+      const before = ops.count;
+      let admitted = 0;
+      for (let i = n; i < 3 * n; i++) if (limiter.take(`k${i}`, 1, (now += 1)).allowed) admitted++;
+      const perKey = (ops.count - before) / (2 * n);
+      assert.equal(admitted, 2 * n, "each unseen key found the bucket that had just refilled");
+      assert.ok(perKey >= 1, "the count sees the table (at least one lookup per key)");
+      assert.ok(perKey <= 8, `${perKey} Map operations per unseen key (a scan is thousands)`);
+      assert.equal(limiter.size.value, n);
+    } finally {
+      ops.restore();
+    }
+  });
+
+  test("token bucket: under table pressure unseen IPv6 keys share their /48's bucket; clients of other networks are served", () => {
+    const clock = createManualClock();
+    const limiter = createTokenBucketLimiter({ ratePerSecond: 1, burst: 5, maxKeys: 64, clock });
+    const flood = (i: number) => `2001:db8:1:${i.toString(16)}::/64`;
+    for (let i = 0; i < 64; i++) assert.equal(limiter.take(flood(i), 5).allowed, true);
+    let admitted = 0;
+    for (let i = 64; i < 4096; i++) if (limiter.take(flood(i)).allowed) admitted++;
+    assert.equal(admitted, 5, "the rest of the /48's flood shares one bucket of 5");
+    assert.equal(limiter.take(flood(9999)).reason, "table-full");
+    assert.equal(limiter.take("192.0.2.7").allowed, true, "an IPv4 client is served");
+    assert.equal(limiter.take("2001:db8:2:1::/64").allowed, true, "an IPv6 client of another /48 is served");
+    assert.equal(limiter.size.value, 64);
   });
 });

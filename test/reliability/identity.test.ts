@@ -69,7 +69,8 @@ describe(`reliability (${runtime}): keys and identity`, () => {
 
   test(`reliability (${runtime}): 1,000,000 distinct keys through a token bucket (cap ${MAX_KEYS}) → the table never passes its cap, heap growth under 16 MB, the hot key's bucket intact`, LONG, () => {
     // One token per 100 s, burst 100: no bucket refills during the 50 s flood, so every unseen
-    // key past the cap is refused as table-full and the hot key may pass exactly 100 times.
+    // key past the cap is refused as table-full or charged to its /24's shared bucket (at most
+    // maxKeys / 4 networks, 100 each), and the hot key may pass exactly 100 times.
     const limiter = createTokenBucketLimiter({ ratePerSecond: 0.01, burst: 100, maxKeys: MAX_KEYS });
     const before = settledHeap();
     let maxSize = 0;
@@ -84,7 +85,9 @@ describe(`reliability (${runtime}): keys and identity`, () => {
     }
     const growth = settledHeap() - before;
     assert.equal(maxSize, MAX_KEYS);
-    assert.equal(tableFull, KEYS - (MAX_KEYS - 1), "every key past the cap (the hot key holds one slot) was refused");
+    const pooledMost = (MAX_KEYS / 4) * 100;
+    assert.ok(tableFull >= KEYS - (MAX_KEYS - 1) - pooledMost, "past the cap (the hot key holds one slot) only the networks' shared buckets admit");
+    assert.ok(tableFull < KEYS - (MAX_KEYS - 1), "under pressure unseen addresses are charged to their network, not all refused");
     assert.equal(hotAllowed, 100);
     assert.ok(growth < HEAP_CEILING_BYTES, `heap grew by ${(growth / 1e6).toFixed(2)} MB`);
   });
@@ -145,7 +148,8 @@ describe(`reliability (${runtime}): keys and identity`, () => {
     assert.equal(await send("10.0.0.2", "203.0.113.9"), "200:203.0.113.9");
     assert.equal(await send("10.0.0.2", "203.0.113.9, 10.1.2.3"), "200:203.0.113.9", "trusted hop skipped");
     assert.equal(await send("10.0.0.2", "6.6.6.6, 198.51.100.1, 10.1.2.3"), "200:198.51.100.1", "the rightmost untrusted entry wins");
-    assert.equal(await send("10.0.0.2", "garbage, 10.1.2.3"), "200:10.0.0.2", "a malformed hop falls back to the peer");
+    assert.equal(await send("10.0.0.2", "garbage, 10.1.2.3"), "200:id:garbage", "a malformed client entry is the client, not the proxy");
+    assert.equal(await send("10.0.0.2", "203.0.113.9,"), "200:unknown", "a trailing comma: the client is unknown, not the proxy");
     // The client behind the proxy has its own bucket, whatever it writes on the left.
     const statuses = [];
     for (const fake of ["7.7.7.7", "8.8.8.8", "9.9.9.9"]) statuses.push(await send("10.0.0.2", `${fake}, 203.0.113.9`));
@@ -201,6 +205,8 @@ describe(`reliability (${runtime}): keys and identity`, () => {
       assert.equal(await key(port, "127.0.0.2", "8.8.8.8, 198.51.100.1"), "429:", "the client behind the proxy spent its own bucket");
       assert.equal(await key(port, "127.0.0.2", "198.51.100.2"), "200:198.51.100.2", "its neighbour behind the same proxy did not");
       assert.equal(await key(port, "127.0.0.2"), "200:127.0.0.2", "no header: the proxy itself");
+      assert.equal(await key(port, "127.0.0.2", "not-an-address"), "200:id:not-an-address", "garbage from the proxy: its own derived bucket");
+      assert.equal(await key(port, "127.0.0.2", "198.51.100.3,"), "200:unknown", "a trailing comma: the unknown client, not the proxy's bucket");
     });
   });
 });
