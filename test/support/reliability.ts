@@ -21,6 +21,8 @@ export interface Stats {
   readonly loadBusy: boolean | null;
   readonly memoryShedding: boolean | null;
   readonly rss: number | null;
+  readonly live: number | null;
+  readonly estimate: number | null;
   readonly ceiling: number | null;
 }
 
