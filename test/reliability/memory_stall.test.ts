@@ -71,6 +71,28 @@ describe(`reliability (${runtime}): memory ceiling and event-loop stall`, () => 
     }
   });
 
+  test(`reliability (${runtime}): where the Host can collect (Bun; Node and Deno with --expose-gc), the memory ceiling collects by itself and resumes admission once the hoard is dropped`, LONG, async () => {
+    const server = await startServer({ MEMORY_HEADROOM_MB: "64", EXPOSE_GC: "1" });
+    try {
+      const alloc = await within(fetch(server.url("/alloc?overMb=16&chunkKb=64")), "GET /alloc");
+      assert.equal(alloc.status, 200);
+      await alloc.body?.cancel();
+      await statsUntil(server, (s) => s.memoryShedding === true, "the sampler noticing memory over the ceiling");
+      const shed = await within(fetch(server.url("/slow?id=shed&ms=1")), "a request while shedding");
+      assert.equal(shed.status, 503);
+      await shed.body?.cancel();
+      // Only the references go; nobody but the ceiling's own sampler runs a collection.
+      assert.equal((await server.free(false)).collected, false);
+      const resumed = await statsUntil(server, (s) => s.memoryShedding === false, "the sampler collecting and clearing the flag");
+      assert.ok(resumed.estimate! <= resumed.ceiling!, JSON.stringify(resumed));
+      const res = await within(fetch(server.url("/slow?id=after&ms=1")), "a request after the collection");
+      assert.equal(res.status, 200);
+      assert.equal(await res.text(), "done");
+    } finally {
+      server.child.kill();
+    }
+  });
+
   test(`reliability (${runtime}): a handler blocking the event loop → the load monitor turns busy and new requests get 503; after the stall it turns normal once, without flapping, and admits again`, LONG, async () => {
     // Watermarks 150 ms / 30 ms (the defaults are 40 / 15): a stall of 200 ms slices is above
     // both, while a busy CI box's scheduling hiccups stay below them (no false flap).
