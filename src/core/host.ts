@@ -31,8 +31,9 @@ export interface Host {
   rss(): number | undefined;
   /**
    * Live memory in bytes: what the runtime's heaps still hold (V8: heap used + external,
-   * array buffers included; JSC: heap used, which includes them). Unlike RSS it falls once
-   * a collection frees memory. Optional: without it the memory ceiling decides on RSS alone.
+   * array buffers included). Unlike RSS on Node and Deno it falls once a collection frees
+   * memory. Optional (Bun has none: its RSS falls by itself): without it the memory ceiling
+   * decides on RSS alone.
    */
   liveBytes?(): number | undefined;
   /** Runs a full garbage collection, where the runtime lets the process ask for one. */
