@@ -4,7 +4,7 @@
 // JSON lines; on SIGTERM (or Ctrl-C) it drains and logs the outcome, then exits with its code.
 import { createFixedWindowLimiter, exitCodeFor, type ServeHandle, type ServeOptions } from "../src/mod.ts";
 import { createPrometheusExporter, createShedLogger } from "../src/prometheus/mod.ts";
-import { createAuthLimiter, createEdgeApp } from "./edge/app.ts";
+import { createAuthLimiter, createEdgeApp, PROBE_PATHS } from "./edge/app.ts";
 import { ConfigError, readEdgeConfig } from "./edge/config.ts";
 
 const log = (record: { level: string; msg: string; [k: string]: unknown }) =>
@@ -43,6 +43,7 @@ const options: ServeOptions = {
   drainTimeoutMs: config.drainTimeoutMs,
   preStopDelayMs: config.preStopDelayMs,
   memory: config.rssCeilingBytes === undefined ? undefined : { ceilingBytes: config.rssCeilingBytes, intervalMs: 5_000 },
+  exempt: PROBE_PATHS,
   clientKey: { trustedProxies: config.trustedProxies },
   loadMonitor: config.loadMonitor,
   rateLimits: [{ limiter: ipLimiter, scope: "ip" }],

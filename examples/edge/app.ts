@@ -4,6 +4,12 @@ import { createFixedWindowLimiter, type Health, type RateLimiter } from "../../s
 import { bodyLimit, noTimeout, rateLimit } from "../../src/hono/mod.ts";
 import type { EdgeConfig } from "./config.ts";
 
+/**
+ * The probe and metrics paths: the process-wide gates (draining, memory, load, concurrency)
+ * never refuse them, so liveness stays 200 and metrics stay readable while the server sheds.
+ */
+export const PROBE_PATHS: readonly string[] = ["/healthz", "/readyz", "/metrics"];
+
 export interface EdgeAppDeps {
   config: EdgeConfig;
   /** Readiness and liveness, known once the server is listening. */

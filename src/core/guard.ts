@@ -13,6 +13,7 @@ import { createKeyedGates, type KeyedGatesOptions, type KeyedVerdict } from "./k
 import type { InFlightLimiter, Slot } from "./inflight_limit.ts";
 import { createLoadMonitor, type LoadMonitor, type LoadMonitorOptions } from "./load_monitor.ts";
 import { createMemoryCeiling, type MemoryCeiling } from "./memory_ceiling.ts";
+import { _exemptMatcher, type ExemptOption } from "./exempt.ts";
 import { _Context, type _ContextHost, type GuardedInfo } from "./request_context.ts";
 import { denyResponse } from "./responses.ts";
 import type { PeerAddress } from "./server.ts";
@@ -22,8 +23,20 @@ import { _given, _nonNegativeInt, _object, _options, _positiveIntOrInfinity } fr
 export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
   /** Gate 6: how long a request may wait for a permit (LIFO) before 503. @default 0 */
   shedWaitMs?: number;
-  /** Gate 2: shed while RSS is above `ceilingBytes`. Off unless set, and off without a Host RSS reader. */
-  memory?: { ceilingBytes: number; intervalMs?: number; resumeBelowBytes?: number };
+  /**
+   * Gate 2: shed while memory in use is above `ceilingBytes` (RSS, capped at the Host's live
+   * memory plus the start-up footprint; see `createMemoryCeiling`). Off unless set, and off
+   * without a Host RSS reader. `collect` (default true): collect garbage before deciding,
+   * where the Host can.
+   */
+  memory?: { ceilingBytes: number; intervalMs?: number; resumeBelowBytes?: number; collect?: boolean };
+  /**
+   * Requests the process-wide gates (draining, memory, load, concurrency) never refuse:
+   * exact paths (`["/healthz", "/readyz", "/metrics"]`) or a predicate. Checked first, without
+   * parsing the URL; they still meet the keyed limits, the body cap and the timeout, and
+   * hold no permit. Readiness answers 503 by itself while draining or shedding.
+   */
+  exempt?: ExemptOption;
   /** Gate 3: the event-loop load monitor. @default on when a Host is given, off without one */
   loadMonitor?: boolean | LoadMonitorOptions;
   /** Gate 1: once this signal aborts (the shutdown controller's), new requests get 503 + `Connection: close`. */
@@ -80,6 +93,9 @@ export interface Guard {
   dispose(): void;
 }
 
+/** An exempt request's permit: outside the concurrency limit, nothing to give back. */
+const _UNCOUNTED: Permit = Object.freeze({ ok: true, release() {}, [Symbol.dispose]() {} });
+
 const TIMEOUT = () => new DOMException("The request deadline passed", "TimeoutError");
 
 /**
@@ -113,7 +129,14 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   });
   const memory = o.memory === undefined
     ? undefined
-    : createMemoryCeiling({ ..._object(what, "memory", o.memory), rss: host?.rss, clock, onEvent: o.onEvent });
+    : createMemoryCeiling({
+      ..._object(what, "memory", o.memory),
+      rss: host?.rss,
+      live: host?.liveBytes === undefined ? undefined : () => host.liveBytes!(),
+      collectGarbage: host?.collectGarbage === undefined ? undefined : () => host.collectGarbage!(),
+      clock,
+      onEvent: o.onEvent,
+    });
   const loadOption = _given(o.loadMonitor, host !== undefined);
   const load = loadOption === false
     ? undefined
@@ -259,8 +282,20 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     // A refusal without a response means the client left while waiting: nobody reads this.
     v.ok ? admit(handler, request, info, now, v.key, v.slot) : Promise.resolve(v.response ?? denyResponse(503));
 
+  // Exempt requests (probes, metrics) skip the process-wide gates, never the per-client ones.
+  const exempt = _exemptMatcher(o.exempt, what);
+  const runExempt = (handler: GuardedHandler, request: Request, info: ServeInfo | undefined) => {
+    const now = clock.now();
+    const go = (v: KeyedVerdict) =>
+      v.ok ? run(handler, request, info, now, _UNCOUNTED, v.key, v.slot) : Promise.resolve(v.response ?? denyResponse(503));
+    if (keyed === undefined) return run(handler, request, info, now, _UNCOUNTED, undefined, undefined);
+    const v = keyed.check(request, info?.peer, now);
+    return v instanceof Promise ? v.then(go) : go(v);
+  };
+
   const wrap = (handler: GuardedHandler) =>
     function guarded(request: Request, info?: ServeInfo): Promise<Response> {
+      if (exempt !== undefined && exempt(request)) return runExempt(handler, request, info);
       if (shutdown?.aborted) return Promise.resolve(deny("draining", "draining", 503, 1000, true));
       if (memory?.shedding) return Promise.resolve(deny("memory", "over-ceiling", 503, 1000));
       const now = clock.now();

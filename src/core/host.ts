@@ -30,6 +30,15 @@ export interface Host {
   /** Resident set size in bytes, or undefined where the runtime cannot tell. Read on a timer, never per request. */
   rss(): number | undefined;
   /**
+   * Live memory in bytes: what the runtime's heaps still hold (V8: heap used + external,
+   * array buffers included). Unlike RSS on Node and Deno it falls once a collection frees
+   * memory. Optional (Bun has none: its RSS falls by itself): without it the memory ceiling
+   * decides on RSS alone.
+   */
+  liveBytes?(): number | undefined;
+  /** Runs a full garbage collection, where the runtime lets the process ask for one. */
+  collectGarbage?(): void;
+  /**
    * Installs `listener` for SIGTERM and Ctrl-C (SIGINT). A signal whose install fails is
    * logged and simply never fires; the call itself never throws. Returns an uninstaller.
    */

@@ -12,6 +12,7 @@ export * from "./deadline_wheel.ts";
 export * from "./drain.ts";
 export { HygieneError, isHygieneError } from "./errors.ts";
 export * from "./events.ts";
+export type { ExemptOption } from "./exempt.ts";
 export * from "./exit_code.ts";
 export * from "./fixed_window.ts";
 export * from "./guard.ts";

@@ -14,17 +14,20 @@ export interface HygieneMiddleware extends MiddlewareHandler {
  * The whole request path as app-level Hono middleware, for apps served by something other
  * than serve-hygiene's adapters (which apply the guard themselves). The rest of the chain
  * runs as the guarded handler: it sees the body-capped request, and route-level pieces
- * (`bodyLimit`, `timeout`, `rateLimit`, `inFlightCap`) adjust the same context.
+ * (`bodyLimit`, `timeout`, `rateLimit`, `inFlightCap`) adjust the same context. Give the
+ * probe and metrics routes as `exempt` paths so the process-wide gates never refuse them.
  *
  * @example
  * ```ts
  * import { Hono } from "hono";
  * import { hygiene } from "serve-hygiene/hono";
  * const app = new Hono();
- * app.use(hygiene({ concurrencyLimit: 64, bodyLimitBytes: 1024 }));
+ * app.use(hygiene({ concurrencyLimit: 64, bodyLimitBytes: 1024, exempt: ["/healthz", "/metrics"] }));
  * app.get("/", (c) => c.text("hello"));
+ * app.get("/healthz", (c) => c.text("ok"));
  * const res = await app.request("/");
  * console.assert(res.status === 200);
+ * console.assert((await app.request("/healthz")).status === 200);
  * ```
  */
 export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddleware {

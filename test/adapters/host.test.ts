@@ -1,6 +1,10 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { runtime, startChild } from "../support/runtime.ts";
+import { collectGarbage } from "../support/memory.ts";
+import { createBunHost } from "../../src/adapters/bun/mod.ts";
+import { createDenoHost } from "../../src/adapters/deno/mod.ts";
+import { createNodeHost } from "../../src/adapters/node/mod.ts";
 
 describe(`host (${runtime})`, () => {
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
@@ -19,4 +23,29 @@ describe(`host (${runtime})`, () => {
       }
     });
   }
+
+  test(`host: the ${runtime} Host's memory figure (live memory; RSS on Bun) grows with held buffers and falls once they are collected`, () => {
+    const host = runtime === "deno" ? createDenoHost() : runtime === "bun" ? createBunHost() : createNodeHost();
+    // Offered exactly where the runtime lets a process ask: Bun always, V8 with --expose-gc.
+    const exposed = typeof (globalThis as { gc?: unknown }).gc === "function";
+    assert.equal(typeof host.collectGarbage === "function", runtime === "bun" || exposed);
+    const collect = () => (host.collectGarbage !== undefined ? host.collectGarbage() : assert.ok(collectGarbage(), "a forced collection"));
+    // Bun gives freed pages back, so its RSS is the figure; V8 keeps them, so live memory is.
+    assert.equal(host.liveBytes === undefined, runtime === "bun");
+    const figure = () => (host.liveBytes ?? host.rss)()!;
+    collect();
+    const before = figure();
+    assert.ok(Number.isFinite(before) && before > 0 && before <= host.rss()!, `figure ${before}, rss ${host.rss()}`);
+    let hoard: Uint8Array[] = [];
+    for (let i = 0; i < 1024; i++) hoard.push(new Uint8Array(65536).fill(i & 255)); // 64 MB in 64 KiB buffers
+    const held = figure();
+    assert.ok(held - before > 48 * 1048576, `grew by ${held - before}`);
+    assert.equal(hoard.length, 1024);
+    hoard = [];
+    // Twice: V8 frees array buffers' memory in a sweep that the next collection completes.
+    collect();
+    collect();
+    const after = figure();
+    assert.ok(held - after > 48 * 1048576, `fell by ${held - after}`);
+  });
 });

@@ -364,6 +364,32 @@ describe("guard: shedding gates", () => {
     guard.dispose();
   });
 
+  test("guard: the memory ceiling uses the Host's live reading and collector: it clears once live memory falls though RSS stays high", async () => {
+    const clock = createManualClock();
+    let rss = 100;
+    let live = 40;
+    let garbage = 0;
+    const host = {
+      clock,
+      rss: () => rss,
+      liveBytes: () => live + garbage,
+      collectGarbage: () => void (garbage = 0),
+      onShutdownSignal: () => () => {},
+    };
+    const guard = createGuard({ memory: { ceilingBytes: 1000, intervalMs: 1000 }, loadMonitor: false }, host);
+    const fetch = guard.wrap(() => new Response("ok"));
+    rss = 2000;
+    live = 1500;
+    clock.advance(1000);
+    assert.equal((await fetch(GET())).status, 503);
+    live = 40; // the work is over: what it held is garbage now
+    garbage = 1460;
+    clock.advance(1000);
+    assert.equal(guard.memory!.lastRss, 2000);
+    assert.equal((await fetch(GET())).status, 200, "collected, and live memory is back under the ceiling");
+    guard.dispose();
+  });
+
   test("guard: with no RSS reader the memory ceiling is off", async () => {
     const guard = createGuard({ memory: { ceilingBytes: 1 }, clock: createManualClock() });
     assert.equal(guard.memory?.shedding, false);

@@ -47,6 +47,42 @@ describe(`examples: edge server (${runtime})`, () => {
     }
   });
 
+  test(`edge server: with the memory ceiling tripped, ordinary routes get 503 while /healthz and /metrics answer 200 and /readyz 503 (${runtime})`, async () => {
+    // A ceiling of 1 MB is below any process: the first sample trips it.
+    const child = startChild("examples/edge-server.ts", {
+      PORT: "0",
+      HOST: "127.0.0.1",
+      HYGIENE_RSS_CEILING_BYTES: String(1024 * 1024),
+      HYGIENE_DRAIN_TIMEOUT_MS: "5000",
+      HYGIENE_REQUEST_TIMEOUT_MS: "4000",
+      HYGIENE_LOAD_MONITOR: "off",
+    });
+    try {
+      const listening = JSON.parse(await child.waitForLine(/"listening"/));
+      const base = `http://127.0.0.1:${listening.port}`;
+      const shed = await fetch(`${base}/`);
+      assert.equal(shed.status, 503);
+      assert.ok(shed.headers.get("retry-after"));
+      await shed.text();
+      const live = await fetch(`${base}/healthz`);
+      assert.equal(live.status, 200);
+      assert.equal(await live.text(), "ok\n");
+      const ready = await fetch(`${base}/readyz`);
+      assert.equal(ready.status, 503, "readiness answers for itself: not ready while memory sheds");
+      await ready.text();
+      const metrics = await fetch(`${base}/metrics`);
+      assert.equal(metrics.status, 200);
+      const samples = parsePromText(await metrics.text()).samples;
+      assert.ok(samples.some((s) => s.name === "serve_hygiene_memory_shedding" && s.value === 1));
+      assert.ok(samples.some((s) => s.name === "serve_hygiene_denials_total" && s.labels.layer === "memory" && s.value >= 1));
+      child.kill("SIGTERM");
+      assert.equal(JSON.parse(await child.waitForLine(/"drained"/)).outcome, "clean");
+      assert.equal(await child.exited, 0);
+    } finally {
+      child.kill();
+    }
+  });
+
   test(`edge server: an invalid variable stops startup with a message naming it (${runtime})`, async () => {
     const child = startChild("examples/edge-server.ts", { PORT: "0", HYGIENE_CONCURRENCY_LIMIT: "0" });
     try {

@@ -43,6 +43,28 @@ describe(`hono middleware (${runtime})`, () => {
     assert.equal(mw.guard.inFlight, 0);
   });
 
+  test("hono: app-level hygiene with exempt probe paths answers /healthz and /metrics while the memory ceiling sheds; other routes get 503", async () => {
+    const clock = createManualClock();
+    let rss = 100;
+    const host = { clock, rss: () => rss, onShutdownSignal: () => () => {} };
+    const app = new Hono();
+    const mw = hygiene({ memory: { ceilingBytes: 1000, intervalMs: 1000 }, loadMonitor: false, exempt: ["/healthz", "/readyz", "/metrics"] }, host);
+    app.use(mw);
+    app.get("/", (c) => c.text("ok"));
+    app.get("/healthz", (c) => c.text("ok\n"));
+    app.get("/readyz", (c) => c.text(mw.guard.memory?.shedding ? "not ready\n" : "ok\n", mw.guard.memory?.shedding ? 503 : 200));
+    app.get("/metrics", (c) => c.text(`memory_shedding ${mw.guard.memory?.shedding ? 1 : 0}\n`));
+    rss = 2000;
+    clock.advance(1000);
+    assert.equal((await app.request("/")).status, 503);
+    assert.equal((await app.request("/healthz")).status, 200);
+    assert.equal((await app.request("/readyz")).status, 503);
+    const metrics = await app.request("/metrics");
+    assert.equal(metrics.status, 200);
+    assert.equal(await metrics.text(), "memory_shedding 1\n");
+    mw.guard.dispose();
+  });
+
   test("hono: the app-level body cap answers 413 even when the route parses JSON", async () => {
     const app = new Hono();
     app.use(hygiene({ bodyLimitBytes: 10, clock: createManualClock() }));

@@ -23,6 +23,8 @@ export interface Stats {
   readonly admitShare: number | null;
   readonly memoryShedding: boolean | null;
   readonly rss: number | null;
+  readonly live: number | null;
+  readonly estimate: number | null;
   readonly ceiling: number | null;
 }
 
@@ -32,8 +34,8 @@ export interface Running {
   readonly url: (path: string) => string;
   /** The guard's live state; never refused, never counted in flight. */
   stats(key?: string): Promise<Stats>;
-  /** Drops what /alloc hoarded and forces a collection. */
-  free(): Promise<{ collected: boolean; rss: number }>;
+  /** Drops what /alloc hoarded and forces a collection (unless `collect` is false). */
+  free(collect?: boolean): Promise<{ collected: boolean; rss: number }>;
 }
 
 export async function startServer(env: Record<string, string>): Promise<Running> {
@@ -51,8 +53,8 @@ export async function startServer(env: Record<string, string>): Promise<Running>
         const res = await within(fetch(control(`/__stats${key === undefined ? "" : `?key=${encodeURIComponent(key)}`}`)), "GET /__stats");
         return (await res.json()) as Stats;
       },
-      free: async () => {
-        const res = await within(fetch(control("/__free"), { method: "POST" }), "POST /__free");
+      free: async (collect = true) => {
+        const res = await within(fetch(control(`/__free${collect ? "" : "?collect=0"}`), { method: "POST" }), "POST /__free");
         return (await res.json()) as { collected: boolean; rss: number };
       },
     };

@@ -7,7 +7,9 @@ export interface DenoHostOptions {
 }
 
 /**
- * The Host for Deno: RSS from `Deno.memoryUsage().rss`, SIGTERM/SIGINT through
+ * The Host for Deno: RSS from `Deno.memoryUsage().rss`, live memory as its heapUsed +
+ * external (array buffers included), full collections through `globalThis.gc` when Deno
+ * runs with `--v8-flags=--expose-gc`, SIGTERM/SIGINT through
  * `Deno.addSignalListener` (which throws on platforms without the signal: logged, never
  * fatal), timers unref'd with `Deno.unrefTimer`.
  *
@@ -21,10 +23,16 @@ export interface DenoHostOptions {
  */
 export function createDenoHost(options: DenoHostOptions = {}): Host {
   const log = options.log ?? consoleLogger;
+  const gc = (globalThis as { gc?: unknown }).gc;
   return {
     clock: createSystemClock({ unref: (id) => Deno.unrefTimer(id as number) }),
     log,
     rss: () => Deno.memoryUsage().rss,
+    liveBytes: () => {
+      const m = Deno.memoryUsage();
+      return m.heapUsed + m.external;
+    },
+    ...(typeof gc === "function" ? { collectGarbage: () => void gc() } : {}),
     exit: (code) => Deno.exit(code),
     onShutdownSignal: (listener) =>
       installShutdownSignals(

@@ -5,8 +5,9 @@ import { createProcessHost, type ProcessHostOptions } from "./process_host.ts";
 export type NodeHostOptions = ProcessHostOptions;
 
 /**
- * The Host for Node: RSS from `process.memoryUsage.rss()`, SIGTERM/SIGINT through
- * `process.on`, unref'd timers.
+ * The Host for Node: RSS from `process.memoryUsage.rss()`, live memory as heap used +
+ * external from `process.memoryUsage()`, full collections through `globalThis.gc` when
+ * Node runs with `--expose-gc`, SIGTERM/SIGINT through `process.on`, unref'd timers.
  *
  * @example
  * ```ts
