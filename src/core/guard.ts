@@ -15,7 +15,7 @@ import { createMemoryCeiling, type MemoryCeiling } from "./memory_ceiling.ts";
 import { _Context, type _ContextHost, type GuardedInfo } from "./request_context.ts";
 import { denyResponse } from "./responses.ts";
 import type { PeerAddress } from "./server.ts";
-import { _given, _nonNegativeInt, _object, _options, _positiveIntOrInfinity } from "./_validate.ts";
+import { _durationMs, _given, _object, _options } from "./_validate.ts";
 
 /** Options of {@linkcode createGuard}: the service config plus the gates' own settings. */
 export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
@@ -107,7 +107,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const onError = o.onError ?? ((error: unknown) => log({ level: "error", msg: "handler failed", error }));
   const concurrency = createConcurrencyLimit({
     limit: config.concurrencyLimit,
-    shedWaitMs: _nonNegativeInt(what, "shedWaitMs", _given(o.shedWaitMs, 0)),
+    shedWaitMs: _durationMs(what, "shedWaitMs", _given(o.shedWaitMs, 0), { zero: true }),
     clock,
   });
   const memory = o.memory === undefined
@@ -134,7 +134,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const contextHost: _ContextHost = {
     schedule: (ms, fn, now) => deadlines.schedule(ms, fn, now),
     now: () => clock.now(),
-    validateTimeout: (ms) => _positiveIntOrInfinity("set the request timeout", "timeoutMs", ms),
+    validateTimeout: (ms) => _durationMs("set the request timeout", "timeoutMs", ms, { infinity: true }),
     onDeadline(ctx) {
       if (ctx.settled) return;
       ctx.abandon(TIMEOUT());

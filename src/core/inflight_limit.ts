@@ -4,7 +4,7 @@ import { _hasCode, HygieneError } from "./errors.ts";
 import type { EventSink } from "./events.ts";
 import type { SizeGauge } from "./size_gauge.ts";
 import { _emit } from "./_emit.ts";
-import { _nonNegativeInt, _options, _positiveInt, _positiveIntOrInfinity, _given } from "./_validate.ts";
+import { _durationMs, _options, _positiveInt, _positiveIntOrInfinity, _given } from "./_validate.ts";
 import { type _Count, _KeyCounts } from "./_key_counts.ts";
 import { _label } from "./_rate.ts";
 
@@ -148,9 +148,9 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
   const o = _options(what, options);
   const perKey = _clampCap(what, "perKey", _given(o.perKey, 16));
   const overall = _clampCap(what, "overall", _given(o.overall, 1024));
-  const shedWaitMs = _nonNegativeInt(what, "shedWaitMs", _given(o.shedWaitMs, 0));
+  const shedWaitMs = _durationMs(what, "shedWaitMs", _given(o.shedWaitMs, 0), { zero: true });
   const maxKeys = _positiveInt(what, "maxKeys", _given(o.maxKeys, 4096));
-  const retryAfterMs = _positiveInt(what, "retryAfterMs", _given(o.retryAfterMs, 1000));
+  const retryAfterMs = _durationMs(what, "retryAfterMs", _given(o.retryAfterMs, 1000));
   const name = _label(what, o.name);
   const sink = o.onEvent;
   const lane = createConcurrencyLimit({ limit: overall, shedWaitMs, retryAfterMs, ...(o.clock ? { clock: o.clock } : {}) });
