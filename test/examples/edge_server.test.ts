@@ -2,7 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { runtime, startChild } from "../support/runtime.ts";
 import { parsePromText } from "../support/prom_text.ts";
-import { ConfigError, readEdgeConfig } from "../../examples/edge/config.ts";
+import { ConfigError, configErrorFrom, readEdgeConfig } from "../../examples/edge/config.ts";
 
 describe(`examples: edge server (${runtime})`, () => {
   test(`edge server: boots on port 0 under ${runtime}, serves every route, drains clean on SIGTERM`, async () => {
@@ -55,6 +55,44 @@ describe(`examples: edge server (${runtime})`, () => {
     } finally {
       child.kill();
     }
+  });
+
+  // Each combination the library would refuse at startup, as the environment spells it.
+  const BAD_COMBINATIONS: [Record<string, string>, string[]][] = [
+    [{ HYGIENE_REQUEST_TIMEOUT_MS: "5000", HYGIENE_DRAIN_TIMEOUT_MS: "5000" }, ["HYGIENE_REQUEST_TIMEOUT_MS", "HYGIENE_DRAIN_TIMEOUT_MS"]],
+    // The request timeout left at its default (20 s) against a shorter drain window.
+    [{ HYGIENE_DRAIN_TIMEOUT_MS: "10000" }, ["HYGIENE_REQUEST_TIMEOUT_MS", "HYGIENE_DRAIN_TIMEOUT_MS"]],
+    [{ HYGIENE_REQUEST_TIMEOUT_MS: "1000", HYGIENE_DRAIN_TIMEOUT_MS: "5000", HYGIENE_PRESTOP_DELAY_MS: "5000" }, ["HYGIENE_PRESTOP_DELAY_MS", "HYGIENE_DRAIN_TIMEOUT_MS"]],
+    [{ HYGIENE_REQUEST_TIMEOUT_MS: "Infinity", HYGIENE_DRAIN_TIMEOUT_MS: "2147483648" }, ["HYGIENE_DRAIN_TIMEOUT_MS"]],
+    [{ HYGIENE_RATE_WINDOW_MS: "2147483648" }, ["HYGIENE_RATE_WINDOW_MS"]],
+  ];
+
+  test(`edge server: every invalid combination of variables exits 2 with a message naming the variables involved (${runtime})`, async () => {
+    const children = BAD_COMBINATIONS.map(([env]) => startChild("examples/edge-server.ts", { PORT: "0", HYGIENE_LOAD_MONITOR: "off", ...env }));
+    try {
+      for (const [i, child] of children.entries()) {
+        const [env, names] = BAD_COMBINATIONS[i]!;
+        const code = await child.exited;
+        const said = child.stderr() + child.stdout();
+        assert.equal(code, 2, `${JSON.stringify(env)} exited ${code}:\n${said}`);
+        for (const name of names) assert.ok(said.includes(name), `${JSON.stringify(env)}: the message does not name ${name}:\n${said}`);
+        assert.doesNotMatch(said, /"(requestTimeoutMs|drainTimeoutMs|preStopDelayMs|windowMs)"/, "the message speaks of the variables, not the library's fields");
+      }
+    } finally {
+      for (const child of children) child.kill();
+    }
+  });
+
+  test("edge server config: a combination the library would refuse is a ConfigError naming every variable involved", () => {
+    for (const [env, names] of BAD_COMBINATIONS) {
+      assert.throws(() => readEdgeConfig(env), (e: unknown) => e instanceof ConfigError && names.every((n) => e.variables.includes(n) && e.message.includes(n)), JSON.stringify(env));
+    }
+    assert.equal(readEdgeConfig({ HYGIENE_REQUEST_TIMEOUT_MS: "Infinity", HYGIENE_DRAIN_TIMEOUT_MS: "2147483647" }).drainTimeoutMs, 2 ** 31 - 1);
+    // What the library itself refuses at startup is retold in the variables' names.
+    const retold = configErrorFrom(new RangeError('Cannot validate lifecycle as "requestTimeoutMs" must be below "drainTimeoutMs": current values are 5 and 5'));
+    assert.deepEqual(retold?.variables, ["HYGIENE_REQUEST_TIMEOUT_MS", "HYGIENE_DRAIN_TIMEOUT_MS"]);
+    assert.match(retold!.message, /"?HYGIENE_REQUEST_TIMEOUT_MS"? must be below "?HYGIENE_DRAIN_TIMEOUT_MS/);
+    assert.equal(configErrorFrom(new Error("boom")), undefined);
   });
 
   test("edge server config: defaults, Infinity, proxies, and every rejection names its variable", () => {
