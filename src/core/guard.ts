@@ -13,6 +13,7 @@ import type { InFlightLimiter, Slot } from "./inflight_limit.ts";
 import { createLoadMonitor, type LoadMonitor, type LoadMonitorOptions } from "./load_monitor.ts";
 import { createMemoryCeiling, type MemoryCeiling } from "./memory_ceiling.ts";
 import { _Context, type _ContextHost, type GuardedInfo } from "./request_context.ts";
+import { _createOpenBodies } from "./_open_bodies.ts";
 import { denyResponse } from "./responses.ts";
 import type { PeerAddress } from "./server.ts";
 import { _durationMs, _given, _object, _options } from "./_validate.ts";
@@ -27,6 +28,12 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
   loadMonitor?: boolean | LoadMonitorOptions;
   /** Gate 1: once this signal aborts (the shutdown controller's), new requests get 503 + `Connection: close`. */
   shutdown?: { readonly signal: AbortSignal };
+  /**
+   * Once this signal aborts, every request's `context.shutdownSignal` fires (long-lived
+   * responses should finish). `serve` passes its controller: it fires at the stop signal,
+   * before the pre-stop delay. @default the `shutdown` option
+   */
+  stopping?: { readonly signal: AbortSignal };
   /** How deadlines are timed: one shared coarse wheel, or a timer per request. @default "wheel" */
   deadlines?: "wheel" | "timers";
   /** The audit hook: every refusal, with its layer and reason. */
@@ -124,6 +131,16 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const shutdown = o.shutdown?.signal;
   const keyed = createKeyedGates(o, (event) => _emit(sinks, event));
   const live = new Set<_Context>();
+  // Requests (handler running, or body still streaming) whose shutdown signal fires at the
+  // stop: one listener on the shared signal for all of them, none per request.
+  const stopping = o.stopping?.signal ?? shutdown;
+  const awaitingStop = new Set<_Context>();
+  const onStopping = () => {
+    for (const ctx of awaitingStop) ctx.fireShutdown(stopping!.reason);
+    awaitingStop.clear();
+  };
+  stopping?.addEventListener("abort", onStopping, { once: true });
+  const bodies = _createOpenBodies();
   let stragglers = 0;
 
   const deny = (layer: DenyLayer, reason: string, status: number, retryAfterMs?: number, close?: boolean) => {
@@ -145,6 +162,22 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     },
     onAbandon: (ctx, cleanup) => (ctx.cleanups ??= createCleanupRegistry(log)).add(cleanup),
     abandonCleanups: (ctx, reason) => ctx.cleanups?.abandon(reason),
+    watchShutdown(ctx) {
+      if (stopping?.aborted) ctx.fireShutdown(stopping.reason);
+      else if (stopping !== undefined && !ctx.settled) awaitingStop.add(ctx);
+    },
+  };
+
+  // A body that may outlive its handler (no deadline, or it listens for the shutdown) is
+  // tracked: its shutdown signal stays live while it streams, and a forced drain can end it.
+  const answerWith = (ctx: _Context, res: Response) => {
+    let out = res;
+    if (ctx.watchesShutdown || ctx.timeoutMs === Infinity) {
+      if (ctx.watchesShutdown && !stopping?.aborted && stopping !== undefined) awaitingStop.add(ctx);
+      out = bodies.track(res, () => awaitingStop.delete(ctx));
+    }
+    // Already answered (408, or a forced drain's 503): nobody will read this body.
+    if (!ctx.answer(out)) out.body?.cancel().catch(() => {});
   };
 
   const report = (ctx: _Context, status: number, outcome: "ok" | "error") => {
@@ -197,6 +230,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
         if (ctx.straggling) stragglers--;
         ctx.finish();
         live.delete(ctx);
+        if (ctx.watchesShutdown) awaitingStop.delete(ctx);
         permit.release();
         slot?.release();
       };
@@ -214,7 +248,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
           if (ctx.overflowed) {
             if (res instanceof Response) res.body?.cancel().catch(() => {});
             ctx.answer(deny("body", "over-cap", 413));
-          } else if (res instanceof Response) ctx.answer(res);
+          } else if (res instanceof Response) answerWith(ctx, res);
           else {
             onError(new TypeError("The handler did not return a Response"), request);
             ctx.answer(denyResponse(500));
@@ -287,10 +321,17 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       },
       idle: () => concurrency.idle(),
       abortAll(reason) {
-        for (const ctx of live) ctx.abandon(reason);
+        for (const ctx of live) {
+          ctx.abandon(reason);
+          // Where the runtime still waits for this request's answer, it gets one and the
+          // connection closes, instead of hanging until the process ends.
+          ctx.answer(deny("draining", "forced", 503, undefined, true));
+        }
+        bodies.forceAll(reason);
       },
     },
     dispose() {
+      stopping?.removeEventListener("abort", onStopping);
       loadIdle = false;
       memory?.dispose();
       load?.dispose();

@@ -26,6 +26,7 @@ export function createDenoHost(options: DenoHostOptions = {}): Host {
     log,
     rss: () => Deno.memoryUsage().rss,
     exit: (code) => Deno.exit(code),
+    setExitCode: (code) => void (Deno.exitCode = code),
     onShutdownSignal: (listener) =>
       installShutdownSignals(
         {

@@ -17,6 +17,7 @@ export function createProcessHost(options: ProcessHostOptions = {}): Host {
     log,
     rss: () => process.memoryUsage.rss(),
     exit: (code) => process.exit(code),
+    setExitCode: (code) => void (process.exitCode = code),
     onShutdownSignal: (listener) =>
       installShutdownSignals(
         { add: (signal, handler) => process.on(signal, handler), remove: (signal, handler) => process.off(signal, handler) },
