@@ -42,7 +42,7 @@ export interface Host {
   exit?(code: number): void;
   /**
    * Sets the code the process ends with when it ends on its own (the runtime's exit-code
-   * setting), so a forced or failed drain is reported without ending the process.
+   * setting), so a forced or failed drain is reported without ending it there and then.
    */
   setExitCode?(code: number): void;
 }
