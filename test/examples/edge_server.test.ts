@@ -1,6 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { runtime, startChild } from "../support/runtime.ts";
+import { openSock, parseResponse, type Sock, within } from "../support/reliability.ts";
 import { parsePromText } from "../support/prom_text.ts";
 import { ConfigError, configErrorFrom, readEdgeConfig } from "../../examples/edge/config.ts";
 
@@ -43,6 +44,45 @@ describe(`examples: edge server (${runtime})`, () => {
       assert.equal(drained.reason, "SIGTERM");
       assert.equal(await child.exited, 0);
     } finally {
+      child.kill();
+    }
+  });
+
+  test(`edge server: SIGTERM with 20 open /events streams → each stream ends whole, the drain is clean, exit 0, and no MaxListenersExceededWarning (${runtime})`, { timeout: 40_000 }, async () => {
+    const child = startChild("examples/edge-server.ts", {
+      PORT: "0",
+      HOST: "127.0.0.1",
+      HYGIENE_DRAIN_TIMEOUT_MS: "8000",
+      HYGIENE_REQUEST_TIMEOUT_MS: "4000",
+      HYGIENE_LOAD_MONITOR: "off",
+    });
+    const socks: Sock[] = [];
+    try {
+      const listening = JSON.parse(await child.waitForLine(/"listening"/));
+      // Ticks every 20 ms, far more than the drain window lasts: only the shutdown can end them.
+      for (let i = 0; i < 20; i++) {
+        const sock = await openSock(listening.port);
+        sock.write("GET /events?count=1000&every=20 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        socks.push(sock);
+      }
+      // Each stream has ticked past 11 (a listener leak per tick would have shown by then).
+      await within((async () => {
+        while (!socks.every((s) => s.received().includes("data: tick 12"))) await new Promise((r) => setTimeout(r, 20));
+      })(), "every stream ticking");
+      child.kill("SIGTERM");
+      const drained = JSON.parse(await within(child.waitForLine(/"drained"/), "the drained line"));
+      assert.equal(drained.outcome, "clean");
+      assert.equal(await within(child.exited, "the exit"), 0);
+      for (const [i, sock] of socks.entries()) {
+        await within(sock.closed, `stream ${i} closing`);
+        const res = parseResponse(sock.received(), true);
+        assert.equal(res?.status, 200);
+        assert.equal(res!.complete, true, `stream ${i} ended whole`);
+        assert.match(res!.body, /event: shutdown/);
+      }
+      assert.doesNotMatch(child.stderr(), /MaxListenersExceeded/);
+    } finally {
+      for (const s of socks) s.destroy();
       child.kill();
     }
   });
