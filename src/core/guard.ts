@@ -87,6 +87,8 @@ export interface Guard {
 }
 
 const TIMEOUT = () => new DOMException("The request deadline passed", "TimeoutError");
+/** How long after a forced drain's closeAll the guard itself fails the bodies still streaming. */
+const FORCE_BODIES_AFTER_MS = 50;
 
 /**
  * Composes the request path of DESIGN.md, cheapest refusal first: draining, memory ceiling,
@@ -327,7 +329,10 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
           // connection closes, instead of hanging until the process ends.
           ctx.answer(deny("draining", "forced", 503, undefined, true));
         }
-        bodies.forceAll(reason);
+        // Bodies still streaming are ended a moment later: where the server can cut
+        // connections (closeAll, right after this) the runtime cancels them itself, quietly;
+        // where it cannot (Deno after a graceful shutdown), failing the body is what closes them.
+        if (bodies.size > 0) clock.setTimeout(() => bodies.forceAll(reason), FORCE_BODIES_AFTER_MS);
       },
     },
     dispose() {

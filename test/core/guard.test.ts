@@ -569,8 +569,8 @@ describe("guard: shutdown and forced drain", () => {
     assert.equal(signal!.aborted, false);
   });
 
-  test("guard: a forced drain ends a long-lived body still streaming: the runtime's read fails and the handler's stream is cancelled", async () => {
-    const { guard } = setup({ requestTimeoutMs: Infinity });
+  test("guard: a forced drain ends a long-lived body still streaming (a moment later, after the server's own closeAll): the runtime's read fails and the handler's stream is cancelled", async () => {
+    const { guard, clock } = setup({ requestTimeoutMs: Infinity });
     const cancelled: unknown[] = [];
     const fetch = guard.wrap(() => new Response(openBody((reason) => void cancelled.push(reason))));
     const res = await fetch(GET());
@@ -578,7 +578,11 @@ describe("guard: shutdown and forced drain", () => {
     assert.match(new TextDecoder().decode((await reader.read()).value), /data: open/);
     const reason = new DOMException("drain over", "AbortError");
     guard.work.abortAll(reason);
-    await assert.rejects(reader.read(), (error: unknown) => error === reason);
+    const read = reader.read();
+    await flushMicrotasks();
+    assert.deepEqual(cancelled, [], "the server's closeAll gets the first chance");
+    clock.advance(50);
+    await assert.rejects(read, (error: unknown) => error === reason);
     await flushMicrotasks();
     assert.deepEqual(cancelled, [reason]);
   });
