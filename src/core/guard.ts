@@ -170,11 +170,13 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     },
   };
 
-  // A body that may outlive its handler (no deadline, or it listens for the shutdown) is
-  // tracked: its shutdown signal stays live while it streams, and a forced drain can end it.
+  // A body that may outlive its handler — it listens for the shutdown, or its route turned
+  // the deadline off (noTimeout: SSE) — is tracked: its shutdown signal stays live while it
+  // streams, and a forced drain can end it. Other bodies pass untouched (wrapping one costs a
+  // stream hop per chunk, and turns a runtime's static body into a stream).
   const answerWith = (ctx: _Context, res: Response) => {
     let out = res;
-    if (ctx.watchesShutdown || ctx.timeoutMs === Infinity) {
+    if (ctx.watchesShutdown || (ctx.timeoutMs === Infinity && config.requestTimeoutMs !== Infinity)) {
       if (ctx.watchesShutdown && !stopping?.aborted && stopping !== undefined) awaitingStop.add(ctx);
       out = bodies.track(res, () => awaitingStop.delete(ctx));
     }
