@@ -3,6 +3,11 @@
 // shutdown(). Run: deno run -A scripts/probes/deno_forced_drain.ts
 // Prints what the clients saw, whether server.finished settled, and whether the process ended
 // on its own (the parent prints "exited" with the time since the forced step).
+// Measured on deno 2.9.6: after the forced step (resolve the stuck request with a 503 +
+// Connection: close; error the outer body stream and cancel its source) the /stuck client
+// gets the 503, the /sse client's connection closes, server.finished settles, and the child
+// exits 0 on its own. Erroring the body without cancelling the source leaves the source's
+// interval timer running and the process alive.
 import { connect } from "node:net";
 
 if (Deno.args[0] !== "child") {
