@@ -13,7 +13,7 @@ import type { InFlightLimiter, Slot } from "./inflight_limit.ts";
 import { createLoadMonitor, type LoadMonitor, type LoadMonitorOptions } from "./load_monitor.ts";
 import { createMemoryCeiling, type MemoryCeiling } from "./memory_ceiling.ts";
 import { _Context, type _ContextHost, type GuardedInfo } from "./request_context.ts";
-import { _createOpenBodies } from "./_open_bodies.ts";
+import { _createLongLived } from "./_long_lived.ts";
 import { denyResponse } from "./responses.ts";
 import type { PeerAddress } from "./server.ts";
 import { _durationMs, _given, _object, _options } from "./_validate.ts";
@@ -87,8 +87,6 @@ export interface Guard {
 }
 
 const TIMEOUT = () => new DOMException("The request deadline passed", "TimeoutError");
-/** How long after a forced drain's closeAll the guard itself fails the bodies still streaming. */
-const FORCE_BODIES_AFTER_MS = 50;
 
 /**
  * Composes the request path of DESIGN.md, cheapest refusal first: draining, memory ceiling,
@@ -133,16 +131,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const shutdown = o.shutdown?.signal;
   const keyed = createKeyedGates(o, (event) => _emit(sinks, event));
   const live = new Set<_Context>();
-  // Requests (handler running, or body still streaming) whose shutdown signal fires at the
-  // stop: one listener on the shared signal for all of them, none per request.
-  const stopping = o.stopping?.signal ?? shutdown;
-  const awaitingStop = new Set<_Context>();
-  const onStopping = () => {
-    for (const ctx of awaitingStop) ctx.fireShutdown(stopping!.reason);
-    awaitingStop.clear();
-  };
-  stopping?.addEventListener("abort", onStopping, { once: true });
-  const bodies = _createOpenBodies();
+  const longLived = _createLongLived(o.stopping?.signal ?? shutdown, clock);
   let stragglers = 0;
 
   const deny = (layer: DenyLayer, reason: string, status: number, retryAfterMs?: number, close?: boolean) => {
@@ -164,22 +153,11 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     },
     onAbandon: (ctx, cleanup) => (ctx.cleanups ??= createCleanupRegistry(log)).add(cleanup),
     abandonCleanups: (ctx, reason) => ctx.cleanups?.abandon(reason),
-    watchShutdown(ctx) {
-      if (stopping?.aborted) ctx.fireShutdown(stopping.reason);
-      else if (stopping !== undefined && !ctx.settled) awaitingStop.add(ctx);
-    },
+    watchShutdown: (ctx) => longLived.watch(ctx),
   };
 
-  // A body that may outlive its handler — it listens for the shutdown, or its route turned
-  // the deadline off (noTimeout: SSE) — is tracked: its shutdown signal stays live while it
-  // streams, and a forced drain can end it. Other bodies pass untouched (wrapping one costs a
-  // stream hop per chunk, and turns a runtime's static body into a stream).
   const answerWith = (ctx: _Context, res: Response) => {
-    let out = res;
-    if (ctx.watchesShutdown || (ctx.timeoutMs === Infinity && config.requestTimeoutMs !== Infinity)) {
-      if (ctx.watchesShutdown && !stopping?.aborted && stopping !== undefined) awaitingStop.add(ctx);
-      out = bodies.track(res, () => awaitingStop.delete(ctx));
-    }
+    const out = longLived.response(ctx, res, config.requestTimeoutMs);
     // Already answered (408, or a forced drain's 503): nobody will read this body.
     if (!ctx.answer(out)) out.body?.cancel().catch(() => {});
   };
@@ -234,7 +212,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
         if (ctx.straggling) stragglers--;
         ctx.finish();
         live.delete(ctx);
-        if (ctx.watchesShutdown) awaitingStop.delete(ctx);
+        longLived.settled(ctx);
         permit.release();
         slot?.release();
       };
@@ -331,14 +309,11 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
           // connection closes, instead of hanging until the process ends.
           ctx.answer(deny("draining", "forced", 503, undefined, true));
         }
-        // Bodies still streaming are ended a moment later: where the server can cut
-        // connections (closeAll, right after this) the runtime cancels them itself, quietly;
-        // where it cannot (Deno after a graceful shutdown), failing the body is what closes them.
-        if (bodies.size > 0) clock.setTimeout(() => bodies.forceAll(reason), FORCE_BODIES_AFTER_MS);
+        longLived.force(reason);
       },
     },
     dispose() {
-      stopping?.removeEventListener("abort", onStopping);
+      longLived.dispose();
       loadIdle = false;
       memory?.dispose();
       load?.dispose();
