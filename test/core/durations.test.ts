@@ -18,6 +18,7 @@ import {
   validateLifecycle,
 } from "../../src/mod.ts";
 import { createShedLogger } from "../../src/prometheus/mod.ts";
+import { timeout } from "../../src/hono/mod.ts";
 import { createFakeServer } from "../support/fake_server.ts";
 
 const OVER = 2 ** 31;
@@ -46,6 +47,7 @@ const CASES: [string, (ms: number) => unknown][] = [
   ["sampleIntervalMs", (ms) => createGuard({ loadMonitor: { sampleIntervalMs: ms }, clock: clock() }).dispose()],
   ["resolutionMs", (ms) => createDeadlineWheel({ resolutionMs: ms, clock: clock() })],
   ["intervalMs", (ms) => createShedLogger({ intervalMs: ms, log: () => {}, clock: clock() }).flush()],
+  ["timeoutMs", (ms) => timeout(ms)],
 ];
 
 describe("durations", () => {
