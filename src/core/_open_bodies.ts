@@ -30,7 +30,14 @@ export function _createOpenBodies(): _OpenBodies {
         onEnd();
         return res;
       }
-      const reader = source.getReader();
+      let reader: ReadableStreamDefaultReader<Uint8Array>;
+      try {
+        reader = source.getReader();
+      } catch {
+        // Already locked or used: the runtime will refuse it as it would have anyway.
+        onEnd();
+        return res;
+      }
       let ended = false;
       let out!: ReadableStreamDefaultController<Uint8Array>;
       const entry: _Entry = {
