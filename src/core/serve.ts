@@ -10,7 +10,7 @@ import { createShutdownController, type ShutdownController } from "./shutdown_co
 import { _options } from "./_validate.ts";
 
 /** Options of an adapter's `serve(handler, options)`: where to listen, the guard, the lifecycle. */
-export interface ServeOptions extends Omit<GuardOptions, "shutdown"> {
+export interface ServeOptions extends Omit<GuardOptions, "shutdown" | "stopping"> {
   /** @default 8000 */
   port?: number;
   /** @default "127.0.0.1" */
