@@ -5,7 +5,7 @@
 import { createFixedWindowLimiter, exitCodeFor, type ServeHandle, type ServeOptions } from "../src/mod.ts";
 import { createPrometheusExporter, createShedLogger } from "../src/prometheus/mod.ts";
 import { createAuthLimiter, createEdgeApp, PROBE_PATHS } from "./edge/app.ts";
-import { ConfigError, readEdgeConfig } from "./edge/config.ts";
+import { ConfigError, configErrorFrom, readEdgeConfig } from "./edge/config.ts";
 
 const log = (record: { level: string; msg: string; [k: string]: unknown }) =>
   console.log(JSON.stringify({ time: new Date().toISOString(), ...record }, (_k, v) =>
@@ -15,14 +15,19 @@ const log = (record: { level: string; msg: string; [k: string]: unknown }) =>
 const runtime = typeof Deno !== "undefined" ? "deno" : "Bun" in globalThis ? "bun" : "node";
 const env: Record<string, string | undefined> = runtime === "deno" ? Deno.env.toObject() : process.env;
 
+/** A bad configuration ends startup with exit 2 and a message naming the variables. */
+function invalid(error: ConfigError): never {
+  console.error(JSON.stringify({ level: "error", msg: "invalid configuration", variable: error.variable, variables: error.variables, error: error.message }));
+  (runtime === "deno" ? Deno.exit : process.exit)(2);
+  throw error; // unreachable: keeps the type checker sure it never returns
+}
+
 let config;
 try {
   config = readEdgeConfig(env);
 } catch (error) {
   if (!(error instanceof ConfigError)) throw error;
-  console.error(JSON.stringify({ level: "error", msg: "invalid configuration", variable: error.variable, error: error.message }));
-  (runtime === "deno" ? Deno.exit : process.exit)(2);
-  throw error; // unreachable: keeps the type checker sure config is set
+  invalid(error);
 }
 
 const exporter = createPrometheusExporter();
@@ -62,7 +67,14 @@ const adapter = runtime === "deno"
   ? await import("../src/adapters/bun/mod.ts")
   : await import("../src/adapters/node/mod.ts");
 
-handle = await adapter.serve(app.fetch, options);
+try {
+  handle = await adapter.serve(app.fetch, options);
+} catch (error) {
+  // A combination readEdgeConfig did not foresee: the library's message, in the variables' names.
+  const retold = configErrorFrom(error);
+  if (retold === undefined) throw error;
+  invalid(retold);
+}
 exporter.observeGuard(handle.guard);
 exporter.observeLimiter("ip", ipLimiter.size);
 exporter.observeLimiter("auth", authLimiter.size);

@@ -1,7 +1,7 @@
 // The example's Hono app: one route per bound the library enforces.
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { createFixedWindowLimiter, type Health, type RateLimiter } from "../../src/mod.ts";
-import { bodyLimit, noTimeout, rateLimit } from "../../src/hono/mod.ts";
+import { bodyLimit, hygieneContext, noTimeout, rateLimit } from "../../src/hono/mod.ts";
 import type { EdgeConfig } from "./config.ts";
 
 /**
@@ -20,19 +20,24 @@ export interface EdgeAppDeps {
   authLimiter: RateLimiter;
 }
 
-/** Resolves after `ms`, or rejects as soon as `signal` fires. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Resolves after `ms`, or rejects as soon as a signal fires; its listeners go when it settles. */
+function sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+    const fired = signals.find((s) => s.aborted);
+    if (fired !== undefined) return reject(fired.reason);
+    const onAbort = (event: Event) => (done(), reject((event.target as AbortSignal).reason));
+    const done = () => {
+      clearTimeout(timer);
+      for (const s of signals) s.removeEventListener("abort", onAbort);
+    };
+    const timer = setTimeout(() => (done(), resolve()), ms);
+    for (const s of signals) s.addEventListener("abort", onAbort, { once: true });
   });
 }
 
 export function createEdgeApp(deps: EdgeAppDeps): Hono {
   const app = new Hono();
-  const signalOf = (c: { env: unknown; req: { raw: Request } }) =>
-    (c.env as { context?: { signal: AbortSignal } } | undefined)?.context?.signal ?? c.req.raw.signal;
+  const signalOf = (c: Context) => hygieneContext(c)?.signal ?? c.req.raw.signal;
 
   app.get("/", (c) => c.text("hello from serve-hygiene\n"));
 
@@ -50,23 +55,31 @@ export function createEdgeApp(deps: EdgeAppDeps): Hono {
     return c.json({ bytes });
   });
 
-  // Server-sent events: the request timeout is off for this route; the stream ends when the client leaves.
+  // Server-sent events: the request timeout is off for this route. The stream ends after
+  // `count` ticks, when the client leaves (the runtime cancels it), or when the server starts
+  // shutting down: then it says so and ends cleanly, so the drain does not wait for it.
   app.get("/events", noTimeout(), (c) => {
     const count = Math.min(Number(c.req.query("count") ?? 10) || 10, 1000);
     const every = Math.min(Number(c.req.query("every") ?? 1000) || 1000, 60_000);
-    const signal = signalOf(c);
+    const context = hygieneContext(c);
+    const shutdown = context?.shutdownSignal;
     const encoder = new TextEncoder();
+    const left = new AbortController();
     const body = new ReadableStream<Uint8Array>({
       async start(controller) {
         try {
           for (let i = 0; i < count; i++) {
             controller.enqueue(encoder.encode(`id: ${i}\ndata: tick ${i}\n\n`));
-            if (i + 1 < count) await sleep(every, signal);
+            if (i + 1 < count) await sleep(every, left.signal, ...(shutdown === undefined ? [] : [shutdown]));
           }
         } catch {
-          // the client left or the drain forced it: stop quietly
+          if (left.signal.aborted) return; // the client left (or a forced drain cut the stream)
+          controller.enqueue(encoder.encode("event: shutdown\ndata: reconnect elsewhere\n\n"));
         }
         controller.close();
+      },
+      cancel(reason) {
+        left.abort(reason);
       },
     });
     return new Response(body, { headers: { "content-type": "text/event-stream", "cache-control": "no-store" } });

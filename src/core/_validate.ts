@@ -39,6 +39,33 @@ export function _nonNegativeInt(what: string, field: string, value: unknown): nu
   return value;
 }
 
+/**
+ * The longest delay a timer takes: Node replaces a delay of 2^31 ms or more by 1 ms (with a
+ * TimeoutOverflowWarning), so a longer duration would fire at once instead of late.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * A duration in milliseconds: a safe integer from `min` (1 unless `zero`) up to
+ * {@linkcode MAX_TIMER_MS}, or `Infinity` where `infinity` allows it ("never"). Every duration
+ * option of the library goes through this one check.
+ */
+export function _durationMs(
+  what: string,
+  field: string,
+  value: unknown,
+  { zero = false, infinity = false }: { zero?: boolean; infinity?: boolean } = {},
+): number {
+  if (infinity && value === Infinity) return value;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < (zero ? 0 : 1)) {
+    _fail(what, field, `${zero ? "a non-negative" : "a positive"} integer${infinity ? " or Infinity" : ""}`, value);
+  }
+  if (value > MAX_TIMER_MS) {
+    _fail(what, field, `at most ${MAX_TIMER_MS} ms (2^31 - 1, the longest timer delay)${infinity ? " or Infinity" : ""}`, value);
+  }
+  return value;
+}
+
 /** An options argument: undefined (use defaults) or a plain object. */
 export function _options<T extends object>(what: string, value: T | undefined): Partial<T> {
   if (value === undefined) return {};

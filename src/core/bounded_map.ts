@@ -1,7 +1,7 @@
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import { createSizeGauge, type SizeGauge, type SizeGaugeWriter } from "./size_gauge.ts";
-import { _nonNegativeInt, _options, _positiveInt } from "./_validate.ts";
+import { _durationMs, _nonNegativeInt, _options } from "./_validate.ts";
 
 /** Options of {@linkcode BoundedMap}. */
 export interface BoundedMapOptions {
@@ -58,7 +58,7 @@ export class BoundedMap<K, V> implements Iterable<[K, V]> {
     const what = "create bounded map";
     const o = _options(what, options);
     this.capacity = _nonNegativeInt(what, "capacity", capacity);
-    this.idleTtlMs = o.idleTtlMs === undefined ? undefined : _positiveInt(what, "idleTtlMs", o.idleTtlMs);
+    this.idleTtlMs = o.idleTtlMs === undefined ? undefined : _durationMs(what, "idleTtlMs", o.idleTtlMs);
     this.#clock = o.clock ?? systemClock;
     this.#size = createSizeGauge(capacity);
   }

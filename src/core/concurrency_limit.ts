@@ -1,6 +1,6 @@
 import type { Clock, TimerHandle } from "./clock.ts";
 import { systemClock } from "./clock.ts";
-import { _nonNegativeInt, _options, _positiveInt, _positiveIntOrInfinity, _given } from "./_validate.ts";
+import { _durationMs, _options, _positiveInt, _positiveIntOrInfinity, _given } from "./_validate.ts";
 
 /** Options of {@linkcode createConcurrencyLimit}. */
 export interface ConcurrencyLimitOptions {
@@ -82,9 +82,9 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
   const what = "create concurrency limit";
   const o = _options(what, options);
   const limit = _positiveIntOrInfinity(what, "limit", o.limit);
-  const shedWaitMs = _nonNegativeInt(what, "shedWaitMs", _given(o.shedWaitMs, 0));
+  const shedWaitMs = _durationMs(what, "shedWaitMs", _given(o.shedWaitMs, 0), { zero: true });
   const maxWaiting = _positiveInt(what, "maxWaiting", _given(o.maxWaiting, (limit === Infinity ? 1024 : limit)));
-  const retryAfterMs = _positiveInt(what, "retryAfterMs", _given(o.retryAfterMs, 1000));
+  const retryAfterMs = _durationMs(what, "retryAfterMs", _given(o.retryAfterMs, 1000));
   const clock = o.clock ?? systemClock;
 
   const shed: Refusal = Object.freeze({ ok: false, reason: "shed", retryAfterMs });

@@ -1,4 +1,4 @@
-import { _options, _positiveIntOrInfinity } from "./_validate.ts";
+import { _durationMs, _options, _positiveIntOrInfinity } from "./_validate.ts";
 
 /** The service-wide knobs. Every field is optional; {@linkcode resolveConfig} fills defaults. */
 export interface ServeHygieneConfig {
@@ -72,7 +72,8 @@ export function resolveConfig(config?: ServeHygieneConfig): ResolvedConfig {
   const c = _options(WHAT, config);
   const field = <K extends keyof ResolvedConfig>(name: K): number | undefined => {
     const value = c[name];
-    return value === undefined ? DEFAULT_CONFIG[name] : _positiveIntOrInfinity(WHAT, name, value);
+    if (value === undefined) return DEFAULT_CONFIG[name];
+    return name.endsWith("Ms") ? _durationMs(WHAT, name, value, { infinity: true }) : _positiveIntOrInfinity(WHAT, name, value);
   };
   const resolved: ResolvedConfig = {
     maxConnections: field("maxConnections")!,

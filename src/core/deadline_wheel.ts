@@ -1,6 +1,6 @@
 import type { Clock, TimerHandle } from "./clock.ts";
 import { systemClock } from "./clock.ts";
-import { _given, _options, _positiveInt, _show } from "./_validate.ts";
+import { _durationMs, _given, _options, _show } from "./_validate.ts";
 
 /** Schedules per-request deadlines. */
 export interface Deadlines {
@@ -57,7 +57,7 @@ class _Entry implements TimerHandle {
  */
 export function createDeadlineWheel(options?: DeadlineWheelOptions): Deadlines {
   const o = _options("create deadline wheel", options);
-  const resolution = _positiveInt("create deadline wheel", "resolutionMs", _given(o.resolutionMs, 10));
+  const resolution = _durationMs("create deadline wheel", "resolutionMs", _given(o.resolutionMs, 10));
   const clock = o.clock ?? systemClock;
   const slots = new Map<number, Set<_Entry>>();
   let pending = 0;

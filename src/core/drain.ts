@@ -3,7 +3,7 @@ import type { Logger } from "./host.ts";
 import type { Server } from "./server.ts";
 import type { ShutdownController, StopInfo } from "./shutdown_controller.ts";
 import { ServeError } from "./serve_error.ts";
-import { _nonNegativeInt, _options, _positiveIntOrInfinity, _show, _given } from "./_validate.ts";
+import { _durationMs, _options, _show, _given } from "./_validate.ts";
 
 /** The request work a drain waits on; the request guard supplies it (a concurrency limit fits). */
 export interface InFlightWork {
@@ -104,8 +104,8 @@ export function runUntilDrained(
   options?: DrainOptions,
 ): Promise<DrainOutcome> {
   const o = _options(WHAT, options);
-  const drainTimeoutMs = _positiveIntOrInfinity(WHAT, "drainTimeoutMs", _given(o.drainTimeoutMs, 25_000));
-  const preStopDelayMs = _nonNegativeInt(WHAT, "preStopDelayMs", _given(o.preStopDelayMs, 0));
+  const drainTimeoutMs = _durationMs(WHAT, "drainTimeoutMs", _given(o.drainTimeoutMs, 25_000), { infinity: true });
+  const preStopDelayMs = _durationMs(WHAT, "preStopDelayMs", _given(o.preStopDelayMs, 0), { zero: true });
   if (preStopDelayMs >= drainTimeoutMs) {
     throw new RangeError(
       `Cannot ${WHAT} as "preStopDelayMs" must be below "drainTimeoutMs": current values are ${preStopDelayMs} and ${drainTimeoutMs}`,

@@ -3,7 +3,7 @@ import { systemClock } from "./clock.ts";
 import type { EventSink } from "./events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _PressuredTable } from "./_pressure.ts";
-import { _options, _positiveInt, _given } from "./_validate.ts";
+import { _durationMs, _options, _positiveInt, _given } from "./_validate.ts";
 import { _badClock, _checkCost, _corrupt, _decision, _emitFault, _emitRateDeny, _label } from "./_rate.ts";
 
 /** Options of {@linkcode createFixedWindowLimiter}. */
@@ -76,7 +76,7 @@ export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): F
   const what = "create fixed window limiter";
   const o = _options(what, options);
   const limit = _positiveInt(what, "limit", _given(o.limit, 600));
-  const windowMs = _positiveInt(what, "windowMs", _given(o.windowMs, 60_000));
+  const windowMs = _durationMs(what, "windowMs", _given(o.windowMs, 60_000));
   const maxKeys = _positiveInt(what, "maxKeys", _given(o.maxKeys, 4096));
   const clock = o.clock ?? systemClock;
   const name = _label(what, o.name);

@@ -15,9 +15,10 @@ import { createLoadMonitor, type LoadMonitor, type LoadMonitorOptions } from "./
 import { createMemoryCeiling, type MemoryCeiling } from "./memory_ceiling.ts";
 import { _exemptMatcher, type ExemptOption } from "./exempt.ts";
 import { _Context, type _ContextHost, type GuardedInfo } from "./request_context.ts";
+import { _createLongLived } from "./_long_lived.ts";
 import { denyResponse } from "./responses.ts";
 import type { PeerAddress } from "./server.ts";
-import { _given, _nonNegativeInt, _object, _options, _positiveIntOrInfinity } from "./_validate.ts";
+import { _durationMs, _given, _object, _options } from "./_validate.ts";
 
 /** Options of {@linkcode createGuard}: the service config plus the gates' own settings. */
 export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
@@ -41,6 +42,12 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
   loadMonitor?: boolean | LoadMonitorOptions;
   /** Gate 1: once this signal aborts (the shutdown controller's), new requests get 503 + `Connection: close`. */
   shutdown?: { readonly signal: AbortSignal };
+  /**
+   * Once this signal aborts, every request's `context.shutdownSignal` fires (long-lived
+   * responses should finish). `serve` passes its controller: it fires at the stop signal,
+   * before the pre-stop delay. @default the `shutdown` option
+   */
+  stopping?: { readonly signal: AbortSignal };
   /** How deadlines are timed: one shared coarse wheel, or a timer per request. @default "wheel" */
   deadlines?: "wheel" | "timers";
   /** The audit hook: every refusal, with its layer and reason. */
@@ -124,7 +131,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const onError = o.onError ?? ((error: unknown) => log({ level: "error", msg: "handler failed", error }));
   const concurrency = createConcurrencyLimit({
     limit: config.concurrencyLimit,
-    shedWaitMs: _nonNegativeInt(what, "shedWaitMs", _given(o.shedWaitMs, 0)),
+    shedWaitMs: _durationMs(what, "shedWaitMs", _given(o.shedWaitMs, 0), { zero: true }),
     clock,
   });
   const memory = o.memory === undefined
@@ -149,6 +156,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const shutdown = o.shutdown?.signal;
   const keyed = createKeyedGates(o, (event) => _emit(sinks, event));
   const live = new Set<_Context>();
+  const longLived = _createLongLived(o.stopping?.signal ?? shutdown, clock);
   let stragglers = 0;
 
   const deny = (layer: DenyLayer, reason: string, status: number, retryAfterMs?: number, close?: boolean) => {
@@ -159,7 +167,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const contextHost: _ContextHost = {
     schedule: (ms, fn, now) => deadlines.schedule(ms, fn, now),
     now: () => clock.now(),
-    validateTimeout: (ms) => _positiveIntOrInfinity("set the request timeout", "timeoutMs", ms),
+    validateTimeout: (ms) => _durationMs("set the request timeout", "timeoutMs", ms, { infinity: true }),
     onDeadline(ctx) {
       if (ctx.settled) return;
       ctx.abandon(TIMEOUT());
@@ -173,6 +181,13 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     },
     onAbandon: (ctx, cleanup) => (ctx.cleanups ??= createCleanupRegistry(log)).add(cleanup),
     abandonCleanups: (ctx, reason) => ctx.cleanups?.abandon(reason),
+    watchShutdown: (ctx) => longLived.watch(ctx),
+  };
+
+  const answerWith = (ctx: _Context, res: Response) => {
+    const out = longLived.response(ctx, res, config.requestTimeoutMs);
+    // Already answered (408, or a forced drain's 503): nobody will read this body.
+    if (!ctx.answer(out)) out.body?.cancel().catch(() => {});
   };
 
   const report = (ctx: _Context, status: number, outcome: "ok" | "error") => {
@@ -225,6 +240,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
         if (ctx.straggling) stragglers--;
         ctx.finish();
         live.delete(ctx);
+        longLived.settled(ctx);
         permit.release();
         slot?.release();
       };
@@ -242,7 +258,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
           if (ctx.overflowed) {
             if (res instanceof Response) res.body?.cancel().catch(() => {});
             ctx.answer(deny("body", "over-cap", 413));
-          } else if (res instanceof Response) ctx.answer(res);
+          } else if (res instanceof Response) answerWith(ctx, res);
           else {
             onError(new TypeError("The handler did not return a Response"), request);
             ctx.answer(denyResponse(500));
@@ -327,10 +343,17 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       },
       idle: () => concurrency.idle(),
       abortAll(reason) {
-        for (const ctx of live) ctx.abandon(reason);
+        for (const ctx of live) {
+          ctx.abandon(reason);
+          // Where the runtime still waits for this request's answer, it gets one and the
+          // connection closes, instead of hanging until the process ends.
+          ctx.answer(deny("draining", "forced", 503, undefined, true));
+        }
+        longLived.force(reason);
       },
     },
     dispose() {
+      longLived.dispose();
       loadIdle = false;
       memory?.dispose();
       load?.dispose();

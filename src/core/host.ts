@@ -49,4 +49,9 @@ export interface Host {
   readonly log?: Logger;
   /** Ends the process with `code`, for hosts that own it (used only when asked to exit after the drain). */
   exit?(code: number): void;
+  /**
+   * Sets the code the process ends with when it ends on its own (the runtime's exit-code
+   * setting), so a forced or failed drain is reported without ending it there and then.
+   */
+  setExitCode?(code: number): void;
 }

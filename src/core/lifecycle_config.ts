@@ -1,4 +1,4 @@
-import { _nonNegativeInt, _options, _positiveInt, _positiveIntOrInfinity, _given } from "./_validate.ts";
+import { _durationMs, _options, _given } from "./_validate.ts";
 
 /** Options of {@linkcode validateLifecycle}. Durations in milliseconds. */
 export interface LifecycleOptions {
@@ -54,13 +54,13 @@ function _below(a: string, av: number, b: string, bv: number, hint: string): voi
  */
 export function validateLifecycle(options: LifecycleOptions): ResolvedLifecycle {
   const o = _options(WHAT, options);
-  const requestTimeoutMs = _positiveIntOrInfinity(WHAT, "requestTimeoutMs", o.requestTimeoutMs);
-  const drainTimeoutMs = _positiveIntOrInfinity(WHAT, "drainTimeoutMs", o.drainTimeoutMs);
-  const preStopDelayMs = _nonNegativeInt(WHAT, "preStopDelayMs", _given(o.preStopDelayMs, 0));
+  const requestTimeoutMs = _durationMs(WHAT, "requestTimeoutMs", o.requestTimeoutMs, { infinity: true });
+  const drainTimeoutMs = _durationMs(WHAT, "drainTimeoutMs", o.drainTimeoutMs, { infinity: true });
+  const preStopDelayMs = _durationMs(WHAT, "preStopDelayMs", _given(o.preStopDelayMs, 0), { zero: true });
   const platformGraceMs = o.platformGraceMs === undefined
     ? undefined
-    : _positiveInt(WHAT, "platformGraceMs", o.platformGraceMs);
-  const flushMarginMs = _nonNegativeInt(WHAT, "flushMarginMs", _given(o.flushMarginMs, 2_000));
+    : _durationMs(WHAT, "platformGraceMs", o.platformGraceMs);
+  const flushMarginMs = _durationMs(WHAT, "flushMarginMs", _given(o.flushMarginMs, 2_000), { zero: true });
 
   if (requestTimeoutMs !== Infinity) {
     _below("requestTimeoutMs", requestTimeoutMs, "drainTimeoutMs", drainTimeoutMs,
@@ -92,5 +92,5 @@ export function validateLifecycle(options: LifecycleOptions): ResolvedLifecycle 
  * ```
  */
 export function drainForProxy(upstreamTimeoutMs: number): number {
-  return _positiveInt("derive proxy drain", "upstreamTimeoutMs", upstreamTimeoutMs) + PROXY_DRAIN_MARGIN_MS;
+  return _durationMs("derive proxy drain", "upstreamTimeoutMs", upstreamTimeoutMs) + PROXY_DRAIN_MARGIN_MS;
 }

@@ -1,6 +1,6 @@
 import type { Clock, TimerHandle } from "./clock.ts";
 import { systemClock } from "./clock.ts";
-import { _options, _positiveInt, _positiveIntOrInfinity, _show, _given } from "./_validate.ts";
+import { _durationMs, _options, _show, _given } from "./_validate.ts";
 
 /** Options of {@linkcode createLoadMonitor}. */
 export interface LoadMonitorOptions {
@@ -97,18 +97,18 @@ export interface LoadMonitor {
 export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
   const what = "create load monitor";
   const o = _options(what, options);
-  const interval = _positiveInt(what, "sampleIntervalMs", _given(o.sampleIntervalMs, 10));
-  const high = _positiveInt(what, "highWatermarkMs", _given(o.highWatermarkMs, 40));
-  const low = _positiveInt(what, "lowWatermarkMs", _given(o.lowWatermarkMs, 15));
+  const interval = _durationMs(what, "sampleIntervalMs", _given(o.sampleIntervalMs, 10));
+  const high = _durationMs(what, "highWatermarkMs", _given(o.highWatermarkMs, 40));
+  const low = _durationMs(what, "lowWatermarkMs", _given(o.lowWatermarkMs, 15));
   if (low >= high) {
     throw new RangeError(`Cannot ${what} as "lowWatermarkMs" must be below "highWatermarkMs": current values are ${low} and ${high}`);
   }
   const minShare = _share(what, "minAdmitShare", _given(o.minAdmitShare, 0.05));
   const alpha = _share(what, "smoothing", _given(o.smoothing, 0.2));
   const step = _share(what, "recoveryStep", _given(o.recoveryStep, 0.1));
-  const idleAfter = _positiveIntOrInfinity(what, "idleAfterMs", _given(o.idleAfterMs, 1000));
-  const deferAbove = _positiveInt(what, "deferAboveMs", _given(o.deferAboveMs, low));
-  const retryAfterMs = _positiveInt(what, "retryAfterMs", _given(o.retryAfterMs, 1000));
+  const idleAfter = _durationMs(what, "idleAfterMs", _given(o.idleAfterMs, 1000), { infinity: true });
+  const deferAbove = _durationMs(what, "deferAboveMs", _given(o.deferAboveMs, low));
+  const retryAfterMs = _durationMs(what, "retryAfterMs", _given(o.retryAfterMs, 1000));
   const clock = o.clock ?? systemClock;
 
   let busy = false;

@@ -2,7 +2,7 @@ import type { Clock, TimerHandle } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import type { EventSink } from "./events.ts";
 import { _emit } from "./_emit.ts";
-import { _given, _options, _positiveInt, _show } from "./_validate.ts";
+import { _durationMs, _given, _options, _positiveInt, _show } from "./_validate.ts";
 
 /** Options of {@linkcode createMemoryCeiling}. */
 export interface MemoryCeilingOptions {
@@ -93,7 +93,7 @@ export function createMemoryCeiling(options: MemoryCeilingOptions): MemoryCeilin
   const what = "create memory ceiling";
   const o = _options(what, options);
   const ceilingBytes = _positiveInt(what, "ceilingBytes", o.ceilingBytes);
-  const intervalMs = _positiveInt(what, "intervalMs", _given(o.intervalMs, 30_000));
+  const intervalMs = _durationMs(what, "intervalMs", _given(o.intervalMs, 30_000));
   const resumeBelow = _positiveInt(what, "resumeBelowBytes", _given(o.resumeBelowBytes, ceilingBytes));
   if (resumeBelow > ceilingBytes) {
     throw new RangeError(

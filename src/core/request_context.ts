@@ -19,6 +19,14 @@ export interface RequestContext {
   timeoutMs: number;
   /** Fires at the deadline, when the client disconnects, and on a forced drain. */
   readonly signal: AbortSignal;
+  /**
+   * Fires when the server starts shutting down (at the stop signal, before any pre-stop
+   * delay). A long-lived response (SSE, a long poll) should finish on it, so the drain ends
+   * clean instead of being forced at its deadline. Unlike `signal` it stays live after the
+   * handler returned, while the response body streams; it is this request's own signal, so
+   * listeners on it go away with the request.
+   */
+  readonly shutdownSignal: AbortSignal;
   /** When the request arrived, on the guard's clock. */
   readonly startedAt: number;
   /** The client key the limiters used, when one was computed. */
@@ -45,6 +53,8 @@ export interface _ContextHost {
   onDeadline(ctx: _Context): void;
   onAbandon(ctx: _Context, cleanup: (reason: unknown) => void | Promise<void>): () => void;
   abandonCleanups(ctx: _Context, reason: unknown): void;
+  /** The request asked for its shutdown signal: fire it now if stopping, else at the stop. */
+  watchShutdown(ctx: _Context): void;
 }
 
 // One reason on every runtime (they report a client leaving as AbortError, BadResource or
@@ -79,6 +89,7 @@ export class _Context implements RequestContext, GuardedInfo {
   #timeoutMs: number;
   #deadline: TimerHandle | undefined;
   #controller: AbortController | undefined;
+  #shutdown: AbortController | undefined;
   #watching = false;
 
   constructor(
@@ -124,6 +135,24 @@ export class _Context implements RequestContext, GuardedInfo {
       else this.watchClient();
     }
     return this.#controller.signal;
+  }
+
+  get shutdownSignal(): AbortSignal {
+    if (this.#shutdown === undefined) {
+      this.#shutdown = new AbortController();
+      this.#host.watchShutdown(this);
+    }
+    return this.#shutdown.signal;
+  }
+
+  /** True once someone asked for the shutdown signal (its response may be long-lived). */
+  get watchesShutdown(): boolean {
+    return this.#shutdown !== undefined;
+  }
+
+  /** The server started shutting down. */
+  fireShutdown(reason: unknown): void {
+    this.#shutdown?.abort(reason);
   }
 
   onAbandon(cleanup: (reason: unknown) => void | Promise<void>): () => void {

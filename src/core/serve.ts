@@ -3,7 +3,7 @@ import { type ConnectionGate, createConnectionGate } from "./connection_gate.ts"
 import { type DrainOutcome, runUntilDrained } from "./drain.ts";
 import { exitCodeFor } from "./exit_code.ts";
 import { createGuard, type Guard, type GuardedHandler, type GuardOptions, type ServeInfo } from "./guard.ts";
-import type { Host } from "./host.ts";
+import { consoleLogger, type Host } from "./host.ts";
 import { validateLifecycle } from "./lifecycle_config.ts";
 import { createHealth, type Health } from "./readiness.ts";
 import type { Server, ServerAddress } from "./server.ts";
@@ -11,7 +11,7 @@ import { createShutdownController, type ShutdownController } from "./shutdown_co
 import { _options } from "./_validate.ts";
 
 /** Options of an adapter's `serve(handler, options)`: where to listen, the guard, the lifecycle. */
-export interface ServeOptions extends Omit<GuardOptions, "shutdown"> {
+export interface ServeOptions extends Omit<GuardOptions, "shutdown" | "stopping"> {
   /** @default 8000 */
   port?: number;
   /** @default "127.0.0.1" */
@@ -33,7 +33,9 @@ export interface ServeOptions extends Omit<GuardOptions, "shutdown"> {
   onListen?: (address: ServerAddress) => void;
   /**
    * End the process after the drain with the outcome's exit code (clean 0, io 1, forced 3,
-   * flush 4). Needed where a forced drain cannot close every socket (Deno).
+   * flush 4), whatever still holds it (a straggler's own timers). Without it, a non-zero
+   * code is set as the process's exit code (the Host's `setExitCode`), and the process ends
+   * with it once nothing holds it any more.
    * @default false
    */
   exitOnDrained?: boolean;
@@ -96,7 +98,8 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
   const draining = new AbortController();
   let guard: Guard | undefined;
   try {
-    guard = createGuard({ ...o, shutdown: draining }, host);
+    // `stopping` fires every request's context.shutdownSignal at the signal itself.
+    guard = createGuard({ ...o, shutdown: draining, stopping: controller }, host);
     validateLifecycle({
       requestTimeoutMs: guard.config.requestTimeoutMs,
       drainTimeoutMs: guard.config.drainTimeoutMs,
@@ -117,12 +120,19 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       guard!.dispose();
       if (o.controller === undefined) controller.dispose();
     });
-    if (o.exitOnDrained && host.exit !== undefined) {
+    // Observed here, so a failure is never an unhandled rejection (it still reaches whoever
+    // awaits `finished`), and the process reports the outcome by its exit code: ended now
+    // (exitOnDrained), or — without it — whenever it ends on its own.
+    const end = (code: number) => {
+      if (code !== 0) host.setExitCode?.(code);
       // One macrotask later, so the caller's own reactions to `finished` (logging the
       // outcome) run before the process ends.
-      const exit = (code: number) => host.clock.setTimeout(() => host.exit!(code), 0);
-      finished.then((outcome) => exit(exitCodeFor(outcome)), (error) => exit(exitCodeFor(error)));
-    }
+      if (o.exitOnDrained && host.exit !== undefined) host.clock.setTimeout(() => host.exit!(code), 0);
+    };
+    finished.then((outcome) => end(exitCodeFor(outcome)), (error: unknown) => {
+      (o.log ?? host.log ?? consoleLogger)({ level: "error", msg: "serve failed", kind: (error as { kind?: unknown })?.kind, error });
+      end(exitCodeFor(error));
+    });
     return {
       address: server.address,
       finished,

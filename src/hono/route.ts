@@ -10,6 +10,7 @@ import {
   rateLimitedResponse,
 } from "../core/mod.ts";
 import { _requireContext, hygieneContext, peerOf } from "./context.ts";
+import { _durationMs } from "../core/_validate.ts";
 
 /**
  * Caps this route's request body at `bytes` (innermost wins, so a route may allow more or
@@ -40,11 +41,14 @@ export const bodyLimit = (bytes: number): MiddlewareHandler =>
  * app.get("/report", timeout(60_000), (c) => c.text("slow but allowed"));
  * ```
  */
-export const timeout = (ms: number): MiddlewareHandler =>
-  async function timeout(c, next) {
+export const timeout = (ms: number): MiddlewareHandler => {
+  // Refused when the app is built, not on every request.
+  _durationMs("create timeout", "timeoutMs", ms, { infinity: true });
+  return async function timeout(c, next) {
     _requireContext(c, "timeout").timeoutMs = ms;
     await next();
   };
+};
 
 /**
  * Turns this route's deadline off (SSE streams, long upstream hops).

@@ -2,7 +2,7 @@ import type { Clock } from "../core/clock.ts";
 import { systemClock } from "../core/clock.ts";
 import type { DenyEvent, HygieneEvent } from "../core/events.ts";
 import type { Logger, LogRecord } from "../core/host.ts";
-import { _given, _options, _positiveInt, _show } from "../core/_validate.ts";
+import { _durationMs, _given, _options, _show } from "../core/_validate.ts";
 
 /** Options of {@linkcode createShedLogger}. */
 export interface ShedLoggerOptions {
@@ -65,7 +65,7 @@ export function createShedLogger(options: ShedLoggerOptions): ShedLogger {
   if (typeof log !== "function") {
     throw new TypeError(`Cannot ${what} as "log" must be a function: current value is ${_show(log)}`);
   }
-  const intervalMs = _positiveInt(what, "intervalMs", _given(o.intervalMs, 10_000));
+  const intervalMs = _durationMs(what, "intervalMs", _given(o.intervalMs, 10_000));
   const clock = o.clock ?? systemClock;
   const kinds = new Map<string, _Kind>();
   let intervalStart = 0;

@@ -39,6 +39,35 @@ describe(`adapter serve (${runtime})`, () => {
     }
   });
 
+  test(`adapter serve: a stream that ends on context.shutdownSignal lets the drain end clean while it is open (${runtime})`, async () => {
+    const handle = await serveHere((_req, { context }) => {
+      context.timeoutMs = Infinity;
+      const shutdown = context.shutdownSignal;
+      const body = new ReadableStream<Uint8Array>({
+        start(c) {
+          c.enqueue(new TextEncoder().encode("data: open\n\n"));
+          shutdown.addEventListener("abort", () => {
+            c.enqueue(new TextEncoder().encode("data: bye\n\n"));
+            c.close();
+          }, { once: true });
+        },
+      });
+      return new Response(body, { headers: { "content-type": "text/event-stream" } });
+    }, { drainTimeoutMs: 5000, requestTimeoutMs: 1000 });
+    const res = await fetch(`http://127.0.0.1:${handle.address.port}/events`);
+    const reader = res.body!.getReader();
+    assert.match(new TextDecoder().decode((await reader.read()).value), /data: open/);
+    const outcome = handle.shutdown("test over");
+    let text = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    assert.match(text, /data: bye/);
+    assert.equal((await outcome).outcome, "clean");
+  });
+
   test(`adapter serve: the guard's limits hold over HTTP (${runtime})`, async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));

@@ -534,6 +534,104 @@ describe("guard: abandoned requests", () => {
   });
 });
 
+describe("guard: shutdown and forced drain", () => {
+  /** A stop signal that counts the listeners added to it. */
+  function countedStop() {
+    const controller = new AbortController();
+    let added = 0;
+    const add = controller.signal.addEventListener.bind(controller.signal);
+    controller.signal.addEventListener = ((...args: Parameters<AbortSignal["addEventListener"]>) => {
+      added++;
+      add(...args);
+    }) as AbortSignal["addEventListener"];
+    return { controller, added: () => added };
+  }
+
+  /** A body that enqueues one chunk and then stays open until cancelled. */
+  function openBody(onCancel: (reason: unknown) => void) {
+    return new ReadableStream<Uint8Array>({
+      start: (c) => c.enqueue(new TextEncoder().encode("data: open\n\n")),
+      cancel: onCancel,
+    });
+  }
+
+  test("guard: a forced drain answers a handler that ignores its signal 503 + Connection: close at once; its late answer is discarded", async () => {
+    const { guard, denials } = setup({ requestTimeoutMs: Infinity });
+    const late = deferred<Response>();
+    let cancelled = false;
+    const fetch = guard.wrap(() => late.promise);
+    const pending = fetch(GET());
+    await flushMicrotasks();
+    guard.work.abortAll(new DOMException("drain over", "AbortError"));
+    const res = await pending;
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get("connection"), "close");
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason]), [["draining", "forced"]]);
+    assert.equal(guard.work.inFlight, 1, "the straggler still holds its permit");
+    late.resolve(new Response(openBody(() => (cancelled = true))));
+    await flushMicrotasks();
+    assert.equal(guard.work.inFlight, 0);
+    assert.equal(cancelled, true, "nobody reads the late body: it is cancelled");
+  });
+
+  test("guard: context.shutdownSignal fires at the stop for running handlers and for bodies still streaming after their handler returned, through one listener on the shared signal", async () => {
+    const stop = countedStop();
+    const { guard } = setup({ requestTimeoutMs: Infinity, stopping: stop.controller });
+    const gate = deferred();
+    const signals: AbortSignal[] = [];
+    const fetch = guard.wrap(async (request, { context }) => {
+      signals.push(context.shutdownSignal);
+      if (new URL(request.url).pathname === "/running") await gate.promise;
+      return new Response(openBody(() => {}));
+    });
+    const streaming = await Promise.all(Array.from({ length: 20 }, () => fetch(GET("/stream"))));
+    const running = Array.from({ length: 5 }, () => fetch(GET("/running")));
+    await flushMicrotasks();
+    assert.equal(signals.length, 25);
+    assert.equal(guard.work.inFlight, 5, "the streams' handlers have returned");
+    const reason = new DOMException("Shutting down: SIGTERM", "AbortError");
+    stop.controller.abort(reason);
+    assert.ok(signals.every((s) => s.aborted && s.reason === reason));
+    assert.equal(stop.added(), 1, "one listener on the shared signal, none per request");
+    // A request arriving after the stop sees its signal already fired.
+    gate.resolve();
+    await Promise.all(running);
+    const after = await fetch(GET("/stream"));
+    assert.equal(signals.at(-1)!.aborted, true);
+    for (const res of [...streaming, after]) await res.body!.cancel();
+  });
+
+  test("guard: a request's shutdown signal is let go when its streamed body ends; a later stop does not reach it", async () => {
+    const stop = new AbortController();
+    const { guard } = setup({ stopping: stop });
+    let signal: AbortSignal | undefined;
+    const fetch = guard.wrap((_r, { context }) => ((signal = context.shutdownSignal), new Response("short")));
+    const res = await fetch(GET());
+    assert.equal(await res.text(), "short");
+    stop.abort();
+    assert.equal(signal!.aborted, false);
+  });
+
+  test("guard: a forced drain ends a long-lived body still streaming (a moment later, after the server's own closeAll): the runtime's read fails and the handler's stream is cancelled", async () => {
+    const { guard, clock } = setup();
+    const cancelled: unknown[] = [];
+    // The route turned its deadline off (noTimeout): its body may stream for as long as it likes.
+    const fetch = guard.wrap((_r, { context }) => ((context.timeoutMs = Infinity), new Response(openBody((reason) => void cancelled.push(reason)))));
+    const res = await fetch(GET());
+    const reader = res.body!.getReader();
+    assert.match(new TextDecoder().decode((await reader.read()).value), /data: open/);
+    const reason = new DOMException("drain over", "AbortError");
+    guard.work.abortAll(reason);
+    const read = reader.read();
+    await flushMicrotasks();
+    assert.deepEqual(cancelled, [], "the server's closeAll gets the first chance");
+    clock.advance(50);
+    await assert.rejects(read, (error: unknown) => error === reason);
+    await flushMicrotasks();
+    assert.deepEqual(cancelled, [reason]);
+  });
+});
+
 describe("guard: keyed gates", () => {
   const from = (address: string, headers: Record<string, string> = {}) =>
     [new Request("http://localhost/", { headers }), { peer: { address, port: 5555 } }] as const;

@@ -1,8 +1,9 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { runtime, startChild } from "../support/runtime.ts";
+import { openSock, parseResponse, type Sock, within } from "../support/reliability.ts";
 import { parsePromText } from "../support/prom_text.ts";
-import { ConfigError, readEdgeConfig } from "../../examples/edge/config.ts";
+import { ConfigError, configErrorFrom, readEdgeConfig } from "../../examples/edge/config.ts";
 
 describe(`examples: edge server (${runtime})`, () => {
   test(`edge server: boots on port 0 under ${runtime}, serves every route, drains clean on SIGTERM`, async () => {
@@ -83,6 +84,45 @@ describe(`examples: edge server (${runtime})`, () => {
     }
   });
 
+  test(`edge server: SIGTERM with 20 open /events streams → each stream ends whole, the drain is clean, exit 0, and no MaxListenersExceededWarning (${runtime})`, { timeout: 40_000 }, async () => {
+    const child = startChild("examples/edge-server.ts", {
+      PORT: "0",
+      HOST: "127.0.0.1",
+      HYGIENE_DRAIN_TIMEOUT_MS: "8000",
+      HYGIENE_REQUEST_TIMEOUT_MS: "4000",
+      HYGIENE_LOAD_MONITOR: "off",
+    });
+    const socks: Sock[] = [];
+    try {
+      const listening = JSON.parse(await child.waitForLine(/"listening"/));
+      // Ticks every 20 ms, far more than the drain window lasts: only the shutdown can end them.
+      for (let i = 0; i < 20; i++) {
+        const sock = await openSock(listening.port);
+        sock.write("GET /events?count=1000&every=20 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        socks.push(sock);
+      }
+      // Each stream has ticked past 11 (a listener leak per tick would have shown by then).
+      await within((async () => {
+        while (!socks.every((s) => s.received().includes("data: tick 12"))) await new Promise((r) => setTimeout(r, 20));
+      })(), "every stream ticking");
+      child.kill("SIGTERM");
+      const drained = JSON.parse(await within(child.waitForLine(/"drained"/), "the drained line"));
+      assert.equal(drained.outcome, "clean");
+      assert.equal(await within(child.exited, "the exit"), 0);
+      for (const [i, sock] of socks.entries()) {
+        await within(sock.closed, `stream ${i} closing`);
+        const res = parseResponse(sock.received(), true);
+        assert.equal(res?.status, 200);
+        assert.equal(res!.complete, true, `stream ${i} ended whole`);
+        assert.match(res!.body, /event: shutdown/);
+      }
+      assert.doesNotMatch(child.stderr(), /MaxListenersExceeded/);
+    } finally {
+      for (const s of socks) s.destroy();
+      child.kill();
+    }
+  });
+
   test(`edge server: an invalid variable stops startup with a message naming it (${runtime})`, async () => {
     const child = startChild("examples/edge-server.ts", { PORT: "0", HYGIENE_CONCURRENCY_LIMIT: "0" });
     try {
@@ -91,6 +131,44 @@ describe(`examples: edge server (${runtime})`, () => {
     } finally {
       child.kill();
     }
+  });
+
+  // Each combination the library would refuse at startup, as the environment spells it.
+  const BAD_COMBINATIONS: [Record<string, string>, string[]][] = [
+    [{ HYGIENE_REQUEST_TIMEOUT_MS: "5000", HYGIENE_DRAIN_TIMEOUT_MS: "5000" }, ["HYGIENE_REQUEST_TIMEOUT_MS", "HYGIENE_DRAIN_TIMEOUT_MS"]],
+    // The request timeout left at its default (20 s) against a shorter drain window.
+    [{ HYGIENE_DRAIN_TIMEOUT_MS: "10000" }, ["HYGIENE_REQUEST_TIMEOUT_MS", "HYGIENE_DRAIN_TIMEOUT_MS"]],
+    [{ HYGIENE_REQUEST_TIMEOUT_MS: "1000", HYGIENE_DRAIN_TIMEOUT_MS: "5000", HYGIENE_PRESTOP_DELAY_MS: "5000" }, ["HYGIENE_PRESTOP_DELAY_MS", "HYGIENE_DRAIN_TIMEOUT_MS"]],
+    [{ HYGIENE_REQUEST_TIMEOUT_MS: "Infinity", HYGIENE_DRAIN_TIMEOUT_MS: "2147483648" }, ["HYGIENE_DRAIN_TIMEOUT_MS"]],
+    [{ HYGIENE_RATE_WINDOW_MS: "2147483648" }, ["HYGIENE_RATE_WINDOW_MS"]],
+  ];
+
+  test(`edge server: every invalid combination of variables exits 2 with a message naming the variables involved (${runtime})`, async () => {
+    const children = BAD_COMBINATIONS.map(([env]) => startChild("examples/edge-server.ts", { PORT: "0", HYGIENE_LOAD_MONITOR: "off", ...env }));
+    try {
+      for (const [i, child] of children.entries()) {
+        const [env, names] = BAD_COMBINATIONS[i]!;
+        const code = await child.exited;
+        const said = child.stderr() + child.stdout();
+        assert.equal(code, 2, `${JSON.stringify(env)} exited ${code}:\n${said}`);
+        for (const name of names) assert.ok(said.includes(name), `${JSON.stringify(env)}: the message does not name ${name}:\n${said}`);
+        assert.doesNotMatch(said, /"(requestTimeoutMs|drainTimeoutMs|preStopDelayMs|windowMs)"/, "the message speaks of the variables, not the library's fields");
+      }
+    } finally {
+      for (const child of children) child.kill();
+    }
+  });
+
+  test("edge server config: a combination the library would refuse is a ConfigError naming every variable involved", () => {
+    for (const [env, names] of BAD_COMBINATIONS) {
+      assert.throws(() => readEdgeConfig(env), (e: unknown) => e instanceof ConfigError && names.every((n) => e.variables.includes(n) && e.message.includes(n)), JSON.stringify(env));
+    }
+    assert.equal(readEdgeConfig({ HYGIENE_REQUEST_TIMEOUT_MS: "Infinity", HYGIENE_DRAIN_TIMEOUT_MS: "2147483647" }).drainTimeoutMs, 2 ** 31 - 1);
+    // What the library itself refuses at startup is retold in the variables' names.
+    const retold = configErrorFrom(new RangeError('Cannot validate lifecycle as "requestTimeoutMs" must be below "drainTimeoutMs": current values are 5 and 5'));
+    assert.deepEqual(retold?.variables, ["HYGIENE_REQUEST_TIMEOUT_MS", "HYGIENE_DRAIN_TIMEOUT_MS"]);
+    assert.match(retold!.message, /"?HYGIENE_REQUEST_TIMEOUT_MS"? must be below "?HYGIENE_DRAIN_TIMEOUT_MS/);
+    assert.equal(configErrorFrom(new Error("boom")), undefined);
   });
 
   test("edge server config: defaults, Infinity, proxies, and every rejection names its variable", () => {

@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Hono } from "hono";
-import { bodyLimit, hygiene, inFlightCap, noTimeout, rateLimit, timeout } from "../../src/hono/mod.ts";
+import { bodyLimit, hygiene, hygieneContext, inFlightCap, noTimeout, rateLimit, timeout } from "../../src/hono/mod.ts";
 import { createFixedWindowLimiter } from "../../src/core/fixed_window.ts";
 import { createManualClock } from "../../src/core/manual_clock.ts";
 import { flushMicrotasks } from "../support/flush.ts";
@@ -143,6 +143,27 @@ describe(`hono middleware (${runtime})`, () => {
     gate.resolve();
     assert.equal((await first).status, 200);
     assert.equal((await app.request("/export", {}, env)).status, 200);
+  });
+
+  test("hono: hygieneContext(c).shutdownSignal fires when the app-level guard's shutdown signal does, for a stream the route already returned", async () => {
+    const stop = new AbortController();
+    const app = new Hono();
+    app.use(hygiene({ shutdown: stop, clock: createManualClock() }));
+    app.get("/events", noTimeout(), (c) => {
+      const shutdown = hygieneContext(c)!.shutdownSignal;
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode("data: open\n\n"));
+          shutdown.addEventListener("abort", () => controller.close(), { once: true });
+        },
+      });
+      return new Response(body, { headers: { "content-type": "text/event-stream" } });
+    });
+    const res = await app.request("/events");
+    const text = res.text();
+    await flushMicrotasks();
+    stop.abort();
+    assert.equal(await text, "data: open\n\n");
   });
 
   test("hono: bodyLimit without any guard fails loudly instead of silently not capping", async () => {

@@ -92,7 +92,8 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
       address: { hostname: server.hostname ?? hostname, port: server.port ?? port },
       // Bun refuses new connections at once, closes idle keep-alive, and resolves when in-flight is done.
       stopAccepting: () => server.stop(),
-      closeAll: () => server.stop(true),
+      // One turn later: answers the guard just gave (a forced drain's 503s) go out first.
+      closeAll: () => new Promise<void>((done) => setTimeout(() => done(server.stop(true)), 0)),
       // A Bun server never ends on its own; it ends through the drain.
       closed: new Promise<void>(() => {}),
       peerAddress(request) {

@@ -34,6 +34,7 @@ export function createDenoHost(options: DenoHostOptions = {}): Host {
     },
     ...(typeof gc === "function" ? { collectGarbage: () => void gc() } : {}),
     exit: (code) => Deno.exit(code),
+    setExitCode: (code) => void (Deno.exitCode = code),
     onShutdownSignal: (listener) =>
       installShutdownSignals(
         {

@@ -39,6 +39,7 @@ export function createProcessHost(options: ProcessHostOptions = {}, memory?: _Pr
     ...(live.liveBytes === undefined ? {} : { liveBytes: live.liveBytes }),
     ...(live.collectGarbage === undefined ? {} : { collectGarbage: live.collectGarbage }),
     exit: (code) => process.exit(code),
+    setExitCode: (code) => void (process.exitCode = code),
     onShutdownSignal: (listener) =>
       installShutdownSignals(
         { add: (signal, handler) => process.on(signal, handler), remove: (signal, handler) => process.off(signal, handler) },

@@ -110,7 +110,9 @@ export function listenNode(options: NodeListenOptions): Listen {
               http.closeIdleConnections();
             });
           },
-          closeAll: () => http.closeAllConnections(),
+          // One turn later: answers the guard just gave (a forced drain's 503s) are written
+          // first (they close their own sockets); what is left is then cut.
+          closeAll: () => new Promise<void>((done) => setImmediate(() => (http.closeAllConnections(), done()))),
           closed,
           connectionCount: () => connections.open,
         });
