@@ -1,4 +1,5 @@
 import { _options, _positiveIntOrInfinity } from "./_validate.ts";
+import { _bodyLimitCeiling, _resolveRouteBodyLimits, type RouteBodyLimit } from "./body_caps.ts";
 
 /** The service-wide knobs. Every field is optional; {@linkcode resolveConfig} fills defaults. */
 export interface ServeHygieneConfig {
@@ -32,6 +33,14 @@ export interface ServeHygieneConfig {
    * @default 25000
    */
   drainTimeoutMs?: number;
+  /**
+   * Body caps of particular routes, larger or smaller than `bodyLimitBytes`, applied before
+   * the handler runs (a declared `Content-Length` over the cap is refused 413 whether or not
+   * the handler reads the body). The first entry matching the request's method and path wins.
+   * A route that raises its cap in the handler (Hono's `bodyLimit()`) must declare it here.
+   * @default []
+   */
+  routeBodyLimits?: readonly RouteBodyLimit[];
 }
 
 /** A validated {@linkcode ServeHygieneConfig} with every default applied. */
@@ -41,6 +50,9 @@ export interface ResolvedConfig {
   readonly requestTimeoutMs: number;
   readonly bodyLimitBytes: number | undefined;
   readonly drainTimeoutMs: number;
+  readonly routeBodyLimits: readonly RouteBodyLimit[];
+  /** The largest cap any request can get, or undefined when some request has none (a runtime's own ceiling follows it). */
+  readonly bodyLimitCeiling: number | undefined;
 }
 
 /** The defaults of DESIGN.md. */
@@ -50,6 +62,8 @@ export const DEFAULT_CONFIG: ResolvedConfig = Object.freeze({
   requestTimeoutMs: 20_000,
   bodyLimitBytes: undefined,
   drainTimeoutMs: 25_000,
+  routeBodyLimits: Object.freeze([]),
+  bodyLimitCeiling: undefined,
 });
 
 const WHAT = "resolve config";
@@ -70,16 +84,20 @@ const WHAT = "resolve config";
  */
 export function resolveConfig(config?: ServeHygieneConfig): ResolvedConfig {
   const c = _options(WHAT, config);
-  const field = <K extends keyof ResolvedConfig>(name: K): number | undefined => {
+  const field = <K extends Exclude<keyof ResolvedConfig, "routeBodyLimits" | "bodyLimitCeiling">>(name: K): number | undefined => {
     const value = c[name];
     return value === undefined ? DEFAULT_CONFIG[name] : _positiveIntOrInfinity(WHAT, name, value);
   };
+  const bodyLimitBytes = field("bodyLimitBytes");
+  const routeBodyLimits = _resolveRouteBodyLimits(WHAT, c.routeBodyLimits);
   const resolved: ResolvedConfig = {
     maxConnections: field("maxConnections")!,
     concurrencyLimit: field("concurrencyLimit")!,
     requestTimeoutMs: field("requestTimeoutMs")!,
-    bodyLimitBytes: field("bodyLimitBytes"),
+    bodyLimitBytes,
     drainTimeoutMs: field("drainTimeoutMs")!,
+    routeBodyLimits,
+    bodyLimitCeiling: _bodyLimitCeiling(bodyLimitBytes, routeBodyLimits),
   };
   if (resolved.requestTimeoutMs !== Infinity && resolved.requestTimeoutMs >= resolved.drainTimeoutMs) {
     throw new RangeError(

@@ -1,4 +1,5 @@
 import { declaredLength, isBodyTooLargeError, limitBody } from "./body_limit.ts";
+import { _capFor, closesOnUnreadBody } from "./body_caps.ts";
 import { createCleanupRegistry } from "./cleanup_registry.ts";
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
@@ -178,7 +179,18 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       slot?.release();
       return Promise.resolve(deny("framing", "malformed-length", 400));
     }
-    const ctx = new _Context(contextHost, request, info, now, config.requestTimeoutMs, config.bodyLimitBytes, key);
+    // Gate 8, the declared half: the cap that applies is known before the handler runs (the
+    // service cap or a declared route's), so a handler that never reads the body cannot make
+    // the runtime ingest it. Past 64 KiB the connection closes instead of reading the rest.
+    const cap = body === null ? config.bodyLimitBytes : _capFor(request, config.bodyLimitBytes, config.routeBodyLimits);
+    if (declared?.kind === "length" && cap !== undefined && declared.bytes > cap) {
+      permit.release();
+      slot?.release();
+      body!.cancel().catch(() => {});
+      return Promise.resolve(deny("body", "over-cap", 413, undefined, closesOnUnreadBody(declared)));
+    }
+    const ctx = new _Context(contextHost, request, info, now, config.requestTimeoutMs, cap, key);
+    if (declared?.kind === "length") ctx.declaredBytes = declared.bytes;
     let req = request;
     if (body !== null) {
       const limited = limitBody(body, {
@@ -213,7 +225,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
           settle();
           if (ctx.overflowed) {
             if (res instanceof Response) res.body?.cancel().catch(() => {});
-            ctx.answer(deny("body", "over-cap", 413));
+            ctx.answer(deny("body", "over-cap", 413, undefined, closesOnUnreadBody(declared)));
           } else if (res instanceof Response) ctx.answer(res);
           else {
             onError(new TypeError("The handler did not return a Response"), request);
@@ -223,7 +235,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
         },
         (error: unknown) => {
           settle();
-          if (ctx.overflowed || isBodyTooLargeError(error)) ctx.answer(deny("body", "over-cap", 413));
+          if (ctx.overflowed || isBodyTooLargeError(error)) ctx.answer(deny("body", "over-cap", 413, undefined, closesOnUnreadBody(declared)));
           else {
             // After a 408 the failure is the expected reaction to the aborted signal.
             if (ctx.abandonedBy === undefined) onError(error, request);
