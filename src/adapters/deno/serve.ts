@@ -1,8 +1,41 @@
-import { type GuardedHandler, type Listen, type Logger, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import {
+  closesOnUnreadBody,
+  declaredLength,
+  type GuardedHandler,
+  type Listen,
+  type Logger,
+  type PeerAddress,
+  type ServeHandle,
+  type ServeOptions,
+  serveWith,
+} from "../../core/mod.ts";
 import { createDenoHost, type DenoHostOptions } from "./host.ts";
 
 /** Options of the Deno adapter's {@linkcode serve}. */
 export interface DenoServeOptions extends ServeOptions, DenoHostOptions {}
+
+// Deno.serve reads a request body the handler left unread to its end before it closes the
+// connection, whatever the response says (Connection: close, a cancelled body: see
+// scripts/probes/unread_body.ts). Its one way to drop a connection at once is a response body
+// that fails after the head went out. So a `Connection: close` answer to a request whose
+// unread rest is large or unknown is sent with its whole text and then fails: the client has
+// the status and the text, but the chunked body never ends (the connection is dropped).
+const _CLOSE = new Error("serve-hygiene: connection closed instead of reading the rest of the request body");
+
+function _closeInstead(request: Request, res: Response): Response {
+  if (res.headers.get("connection") !== "close" || (request.bodyUsed && res.status !== 413)) return res;
+  if (!closesOnUnreadBody(declaredLength(request.headers))) return res;
+  const reader = res.body?.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = reader === undefined ? { done: true as const, value: undefined } : await reader.read();
+      if (next.done) controller.error(_CLOSE);
+      else controller.enqueue(next.value);
+    },
+    cancel: (reason) => reader?.cancel(reason),
+  });
+  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+}
 
 /** The Deno.serve binding: listens with the guarded fetch and exposes the core's Server. */
 export function listenDeno(options: { log: Logger }): Listen {
@@ -12,14 +45,16 @@ export function listenDeno(options: { log: Logger }): Listen {
       hostname,
       onListen() {},
       handler(request, info) {
-        return fetch(request, {
+        const answer = fetch(request, {
           get peer(): PeerAddress {
             const remote = info.remoteAddr;
             return { address: remote.hostname, port: remote.port, family: remote.hostname.includes(":") ? "IPv6" : "IPv4" };
           },
         });
+        return request.method === "GET" || request.method === "HEAD" ? answer : answer.then((res) => _closeInstead(request, res));
       },
       onError(error) {
+        if (error === _CLOSE) return new Response(null, { status: 500 }); // the head already went out
         options.log({ level: "error", msg: "guarded handler failed", error });
         return new Response("Internal Server Error", { status: 500, headers: { "content-type": "text/plain" } });
       },

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import type { Listen, Logger, Server } from "../../core/mod.ts";
+import { closesOnUnreadBody, type DeclaredLength, type Listen, type Logger, type Server } from "../../core/mod.ts";
 import { peerOf } from "./peer.ts";
 
 /** Node-only transport settings of {@linkcode listenNode}. */
@@ -19,6 +19,12 @@ export interface NodeListenOptions {
 // A client over the connection cap gets an HTTP answer it can act on, not a reset.
 const OVER_CAP = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n" +
   "Content-Type: text/plain\r\nContent-Length: 19\r\n\r\nService Unavailable";
+
+/** The declared body length as node's parser (which refuses malformed lengths) read it. */
+function _declared(req: IncomingMessage): DeclaredLength {
+  const length = req.headers["content-length"];
+  return length === undefined || req.headers["transfer-encoding"] !== undefined ? { kind: "unknown" } : { kind: "length", bytes: Number(length) };
+}
 
 /** The node:http binding: listens with the guarded fetch and exposes the core's Server. */
 export function listenNode(options: NodeListenOptions): Listen {
@@ -44,18 +50,25 @@ export function listenNode(options: NodeListenOptions): Listen {
       // How often node checks the two timeouts above (its default, 30 s, lets slowloris linger).
       connectionsCheckingInterval: 1_000,
     }, (req: IncomingMessage, res: ServerResponse) => {
+      let closing = draining;
       // Node forgets a request whose body never finished once its response is done: it
       // would never emit end, error or close, and a handler reading it would wait forever.
       res.once("close", () => {
-        if (!req.complete) req.destroy();
+        if (closing && !req.complete) req.destroy();
       });
       if (draining) res.setHeader("connection", "close");
       else if (req.method !== "GET" && req.method !== "HEAD") {
-        // A body left unread (a cap passed, a deadline) would have to be read off the socket
-        // before the connection could serve again: close it instead.
+        // A body left unread (a cap passed, a handler that ignores it) must be read off the
+        // socket before the connection can serve again. A small declared rest is read and
+        // discarded (keep-alive, bounded by @hono/node-server's drain); a large or unknown one
+        // closes the connection instead, and so does a 408 (RFC 9110 §15.5.9: the client is
+        // too slow for its rest to be awaited).
         const writeHead = res.writeHead;
         res.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse["writeHead"]>) {
-          if (!req.complete) this.setHeader("connection", "close");
+          if (!req.complete && (args[0] === 408 || closesOnUnreadBody(_declared(req)))) {
+            this.setHeader("connection", "close");
+            closing = true;
+          }
           return writeHead.apply(this, args);
         } as ServerResponse["writeHead"];
       }
