@@ -101,3 +101,15 @@ export function _capFor(request: Request, service: number | undefined, routes: r
   }
   return service;
 }
+
+/** `res` with `Connection: close`, as a new Response (the handler's own may be shared or immutable). */
+export function _withClose(res: Response): Response {
+  if (res.headers.get("connection") === "close") return res;
+  const headers = new Headers(res.headers);
+  headers.set("connection", "close");
+  try {
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+  } catch {
+    return res; // a status a Response cannot be built with (101): left as it is
+  }
+}

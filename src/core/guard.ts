@@ -1,5 +1,5 @@
 import { declaredLength, isBodyTooLargeError, limitBody } from "./body_limit.ts";
-import { _capFor, closesOnUnreadBody } from "./body_caps.ts";
+import { _capFor, _withClose, closesOnUnreadBody, UNREAD_BODY_KEEP_BYTES } from "./body_caps.ts";
 import { createCleanupRegistry } from "./cleanup_registry.ts";
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
@@ -48,6 +48,12 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
  */
 export interface ServeInfo {
   readonly peer?: PeerAddress;
+  /**
+   * Whether the request head declares a body (Content-Length or Transfer-Encoding), from an
+   * adapter that knows it cheaply; when false, a GET or HEAD is never asked for its headers.
+   * Unknown (undefined): the guard reads the headers.
+   */
+  readonly declaresBody?: boolean;
 }
 
 /** A Web fetch handler running behind the guard. */
@@ -168,12 +174,14 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     key: string | undefined,
     slot: Slot | undefined,
   ) => {
-    // A request without a body (every GET and HEAD) has no framing to check here; a
-    // malformed length on one is answered 400 by the runtime's own HTTP parser. The method
+    // A GET or HEAD has no body to read here, but may declare one the runtime would ingest:
+    // its length is checked too, unless the adapter says the head declares none. The method
     // is read first: on a lazily built request (@hono/node-server) reading body builds it.
     const method = request.method;
-    const body = method === "GET" || method === "HEAD" ? null : request.body;
-    const declared = body !== null && request.headers.has("content-length") ? declaredLength(request.headers) : undefined;
+    const bodyless = method === "GET" || method === "HEAD";
+    const body = bodyless ? null : request.body;
+    const declares = body !== null || (bodyless && info?.declaresBody !== false);
+    const declared = declares && request.headers.has("content-length") ? declaredLength(request.headers) : undefined;
     if (declared?.kind === "malformed") {
       permit.release();
       slot?.release();
@@ -182,21 +190,23 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     // Gate 8, the declared half: the cap that applies is known before the handler runs (the
     // service cap or a declared route's), so a handler that never reads the body cannot make
     // the runtime ingest it. Past 64 KiB the connection closes instead of reading the rest.
-    const cap = body === null ? config.bodyLimitBytes : _capFor(request, config.bodyLimitBytes, config.routeBodyLimits);
+    const cap = declared === undefined && body === null ? config.bodyLimitBytes : _capFor(request, config.bodyLimitBytes, config.routeBodyLimits);
     if (declared?.kind === "length" && cap !== undefined && declared.bytes > cap) {
       permit.release();
       slot?.release();
-      body!.cancel().catch(() => {});
+      body?.cancel().catch(() => {});
       return Promise.resolve(deny("body", "over-cap", 413, undefined, closesOnUnreadBody(declared)));
     }
     const ctx = new _Context(contextHost, request, info, now, config.requestTimeoutMs, cap, key);
     if (declared?.kind === "length") ctx.declaredBytes = declared.bytes;
     let req = request;
+    let bodyEnded = false;
     if (body !== null) {
       const limited = limitBody(body, {
         limit: () => ctx.bodyLimitBytes,
         declared,
         onOverflow: () => (ctx.overflowed = true),
+        onEnd: () => (bodyEnded = true),
         bindFail: (fail) => (ctx.failBody = fail),
       });
       req = new Request(request, { body: limited, duplex: "half" } as RequestInit);
@@ -226,7 +236,12 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
           if (ctx.overflowed) {
             if (res instanceof Response) res.body?.cancel().catch(() => {});
             ctx.answer(deny("body", "over-cap", 413, undefined, closesOnUnreadBody(declared)));
-          } else if (res instanceof Response) ctx.answer(res);
+          } else if (res instanceof Response) {
+            // A body the handler left unread, over 64 KiB or of unknown length: the connection
+            // closes rather than make the runtime read the rest (Bun and Deno would, unbounded).
+            const unread = !bodyEnded && (declared?.kind === "length" ? declared.bytes > UNREAD_BODY_KEEP_BYTES : body !== null && request.headers.has("transfer-encoding"));
+            ctx.answer(unread ? _withClose(res) : res);
+          }
           else {
             onError(new TypeError("The handler did not return a Response"), request);
             ctx.answer(denyResponse(500));

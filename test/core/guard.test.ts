@@ -355,6 +355,32 @@ describe("guard: body cap", () => {
     assert.equal(res.headers.get("connection"), "close");
   });
 
+  test("body cap: a handler that leaves over 64 KiB (or a chunked rest) unread is answered with Connection: close; a read or small body keeps the connection", async () => {
+    const { guard } = setup();
+    const ignore = guard.wrap(() => new Response("ignored", { headers: { "x-app": "1" } }));
+    const read = guard.wrap(async (req) => new Response(String((await req.arrayBuffer()).byteLength)));
+    const big = { "content-length": String(70 * 1024) };
+    const ignored = await ignore(post(countingBody(70, 1024).stream, big));
+    assert.equal(ignored.headers.get("connection"), "close");
+    assert.equal(ignored.headers.get("x-app"), "1");
+    assert.equal(await ignored.text(), "ignored");
+    assert.equal((await ignore(post(countingBody(1, 10).stream, { "transfer-encoding": "chunked" }))).headers.get("connection"), "close");
+    assert.equal((await ignore(post("x".repeat(100), { "content-length": "100" }))).headers.get("connection"), null);
+    const whole = await read(post(countingBody(70, 1024).stream, big));
+    assert.equal(await whole.text(), String(70 * 1024));
+    assert.equal(whole.headers.get("connection"), null);
+  });
+
+  test("body cap: a GET declaring a length over the cap is refused before the handler runs (unless the adapter says it declares none)", async () => {
+    const { guard } = setup({ bodyLimitBytes: 10 });
+    let calls = 0;
+    const fetch = guard.wrap(() => (calls++, new Response("ok")));
+    const get = new Request("http://localhost/", { headers: { "content-length": "100" } });
+    assert.equal((await fetch(get)).status, 413);
+    assert.equal(calls, 0);
+    assert.equal((await fetch(get, { declaresBody: false })).status, 200, "the adapter's word is taken: no header read");
+  });
+
   test("body cap: a raise declared in routeBodyLimits applies before the handler; other paths keep the service cap", async () => {
     const { guard } = setup({ bodyLimitBytes: 10, routeBodyLimits: [{ path: "/upload", method: "post", bytes: 100 }] });
     let calls = 0;

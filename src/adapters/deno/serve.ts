@@ -51,7 +51,7 @@ export function listenDeno(options: { log: Logger }): Listen {
             return { address: remote.hostname, port: remote.port, family: remote.hostname.includes(":") ? "IPv6" : "IPv4" };
           },
         });
-        return request.method === "GET" || request.method === "HEAD" ? answer : answer.then((res) => _closeInstead(request, res));
+        return answer.then((res) => _closeInstead(request, res));
       },
       onError(error) {
         if (error === _CLOSE) return new Response(null, { status: 500 }); // the head already went out

@@ -20,6 +20,11 @@ export interface NodeListenOptions {
 const OVER_CAP = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n" +
   "Content-Type: text/plain\r\nContent-Length: 19\r\n\r\nService Unavailable";
 
+/** Whether the head declares a body (any method: a GET may carry one too). */
+function _declaresBody(req: IncomingMessage): boolean {
+  return req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined;
+}
+
 /** The declared body length as node's parser (which refuses malformed lengths) read it. */
 function _declared(req: IncomingMessage): DeclaredLength {
   const length = req.headers["content-length"];
@@ -37,7 +42,10 @@ export function listenNode(options: NodeListenOptions): Listen {
     // lightweight objects build the real ones only when touched), and keeps request and
     // response bodies streaming with backpressure. Like its serve(), it installs its
     // compatible Request/Response as globals.
-    const translate = getRequestListener((request, env) => fetch(request, { get peer() { return peerOf(env.incoming as IncomingMessage); } }), {
+    const translate = getRequestListener((request, env) => {
+      const incoming = env.incoming as IncomingMessage;
+      return fetch(request, { get peer() { return peerOf(incoming); }, declaresBody: _declaresBody(incoming) });
+    }, {
       errorHandler: (error) => {
         options.log({ level: "error", msg: "guarded handler failed", error });
         return new Response("Internal Server Error", { status: 500, headers: { "content-type": "text/plain" } });
@@ -57,7 +65,7 @@ export function listenNode(options: NodeListenOptions): Listen {
         if (closing && !req.complete) req.destroy();
       });
       if (draining) res.setHeader("connection", "close");
-      else if (req.method !== "GET" && req.method !== "HEAD") {
+      else if (_declaresBody(req)) {
         // A body left unread (a cap passed, a handler that ignores it) must be read off the
         // socket before the connection can serve again. A small declared rest is read and
         // discarded (keep-alive, bounded by @hono/node-server's drain); a large or unknown one
