@@ -3,7 +3,7 @@
 // rest; a raised route cap still takes its body; small unread bodies keep the connection.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { ServeHandle } from "../../src/core/mod.ts";
+import type { ServeHandle, ServeOptions } from "../../src/core/mod.ts";
 import { serveHere } from "../support/adapter.ts";
 import { runtime } from "../support/runtime.ts";
 import { chunk, openSock, parseResponse, type Sock, within } from "../support/reliability.ts";
@@ -157,6 +157,20 @@ describe(`body cap over HTTP (${runtime})`, () => {
       assert.equal(await res.text(), "Content Too Large");
       assert.deepEqual(denials, ["body:over-cap"]);
     } finally {
+      await h.shutdown();
+    }
+  });
+  test(`body cap: the Deno adapter's dropUnreadBody: false sends whole answers and leaves the connection to Deno${runtime === "deno" ? "" : ` (deno only; skipped on ${runtime})`}`, { skip: runtime !== "deno" }, async () => {
+    const h = await serveHere(() => new Response("ignored the body"), { dropUnreadBody: false } as ServeOptions);
+    const sock = await openSock(h.address.port);
+    try {
+      sock.write(head("/ignore", `Content-Length: ${4 * 1024 * 1024}\r\n`));
+      sock.write("x".repeat(4096));
+      const res = await sock.response();
+      assert.equal(res.body, "ignored the body");
+      assert.equal(sock.isClosed(), false, "Deno waits for the rest of the body");
+    } finally {
+      sock.destroy();
       await h.shutdown();
     }
   });

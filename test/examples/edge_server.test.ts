@@ -26,12 +26,14 @@ describe(`examples: edge server (${runtime})`, () => {
       assert.deepEqual(await (await fetch(`${base}/upload`, { method: "POST", body: "x".repeat(50_000) })).json(), { bytes: 50_000 });
       const tooBig = await fetch(`${base}/upload`, { method: "POST", body: "x".repeat(100_001) });
       assert.equal(tooBig.status, 413);
-      await tooBig.text();
+      // Deno drops the connection after the refusal's text (README, capability table): its
+      // body may not end cleanly there, so it is not read.
+      await tooBig.body?.cancel();
       // A declared length over the service cap to a route that never reads its body: refused
       // before the route runs.
       const unread = await fetch(`${base}/work?ms=1`, { method: "POST", body: "x".repeat(2000) });
       assert.equal(unread.status, 413);
-      await unread.text();
+      await unread.body?.cancel();
       assert.match(await (await fetch(`${base}/events?count=2&every=10`)).text(), /data: tick 0\n\n.*data: tick 1/s);
       assert.equal((await fetch(`${base}/login`, { method: "POST" })).status, 401);
       assert.equal((await fetch(`${base}/healthz`)).status, 200);

@@ -12,7 +12,17 @@ import {
 import { createDenoHost, type DenoHostOptions } from "./host.ts";
 
 /** Options of the Deno adapter's {@linkcode serve}. */
-export interface DenoServeOptions extends ServeOptions, DenoHostOptions {}
+export interface DenoServeOptions extends ServeOptions, DenoHostOptions {
+  /**
+   * When an answer says `Connection: close` and the request's unread body is over 64 KiB or
+   * of unknown length (a refused upload, a chunked body nobody read), drop the connection
+   * after the answer's text instead of letting Deno read the rest to its end: the client gets
+   * the status and the text, but the chunked body is left unterminated (reading it fails).
+   * `false`: Deno reads every unread body to its end before closing, however long it is.
+   * @default true
+   */
+  dropUnreadBody?: boolean;
+}
 
 // Deno.serve reads a request body the handler left unread to its end before it closes the
 // connection, whatever the response says (Connection: close, a cancelled body: see
@@ -38,7 +48,8 @@ function _closeInstead(request: Request, res: Response): Response {
 }
 
 /** The Deno.serve binding: listens with the guarded fetch and exposes the core's Server. */
-export function listenDeno(options: { log: Logger }): Listen {
+export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): Listen {
+  const drop = options.dropUnreadBody !== false;
   return (fetch, { port, hostname }) => {
     const server = Deno.serve({
       port,
@@ -51,7 +62,7 @@ export function listenDeno(options: { log: Logger }): Listen {
             return { address: remote.hostname, port: remote.port, family: remote.hostname.includes(":") ? "IPv6" : "IPv4" };
           },
         });
-        return answer.then((res) => _closeInstead(request, res));
+        return drop ? answer.then((res) => _closeInstead(request, res)) : answer;
       },
       onError(error) {
         if (error === _CLOSE) return new Response(null, { status: 500 }); // the head already went out
@@ -88,5 +99,5 @@ export function listenDeno(options: { log: Logger }): Listen {
  */
 export function serve(handler: GuardedHandler, options: DenoServeOptions = {}): Promise<ServeHandle> {
   const host = createDenoHost(options);
-  return serveWith(host, listenDeno({ log: options.log ?? host.log! }), handler, options);
+  return serveWith(host, listenDeno({ log: options.log ?? host.log!, dropUnreadBody: options.dropUnreadBody }), handler, options);
 }
