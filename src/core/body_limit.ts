@@ -54,7 +54,7 @@ export function declaredLength(headers: Headers): DeclaredLength {
 
 /** Options of {@linkcode limitBody}. */
 export interface LimitBodyOptions {
-  /** The cap in bytes, read when the body is first read (so the innermost setting wins); undefined = no cap. */
+  /** The cap in bytes, read when the body is first read (so a route that lowered it is seen); undefined = no cap. */
   limit: () => number | undefined;
   /** The declared length, checked against the cap before a byte is read. */
   declared?: DeclaredLength;

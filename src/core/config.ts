@@ -23,8 +23,8 @@ export interface ServeHygieneConfig {
    */
   requestTimeoutMs?: number;
   /**
-   * Service-wide request body cap in bytes. Undefined means no service-wide cap: routes set
-   * their own, and a route's cap wins over this one (innermost wins).
+   * Service-wide request body cap in bytes, applied before the handler runs. Undefined means
+   * no service-wide cap; `routeBodyLimits` sets particular routes' caps, larger or smaller.
    * @default undefined
    */
   bodyLimitBytes?: number;
