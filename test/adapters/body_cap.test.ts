@@ -12,6 +12,8 @@ const CAP = 1024;
 const UPLOAD_CAP = 256 * 1024;
 const HUGE = 64 * 1024 * 1024;
 
+const TIMEOUT = { timeout: 30_000 };
+
 const head = (path: string, headers: string) => `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}\r\n`;
 
 /** The first response on `sock`, parsed from what arrived once the server closed it. */
@@ -37,7 +39,7 @@ describe(`body cap over HTTP (${runtime})`, () => {
   });
   after(() => handle.shutdown());
 
-  test(`body cap: a declared length over the cap is refused before the handler runs, and the connection closes without the rest of the body (${runtime})`, async () => {
+  test(`body cap: a declared length over the cap is refused before the handler runs, and the connection closes without the rest of the body (${runtime})`, TIMEOUT, async () => {
     const sock = await openSock(handle.address.port);
     try {
       sock.write(head("/ignore", `Content-Length: ${HUGE}\r\n`));
@@ -51,7 +53,7 @@ describe(`body cap over HTTP (${runtime})`, () => {
     }
   });
 
-  test(`body cap: a raised route cap declared in routeBodyLimits still accepts its larger body (${runtime})`, async () => {
+  test(`body cap: a raised route cap declared in routeBodyLimits still accepts its larger body (${runtime})`, TIMEOUT, async () => {
     const body = "y".repeat(100 * 1024);
     const res = await fetch(`http://127.0.0.1:${handle.address.port}/upload`, { method: "POST", body });
     assert.equal(res.status, 200);
@@ -61,7 +63,7 @@ describe(`body cap over HTTP (${runtime})`, () => {
     await over.body?.cancel();
   });
 
-  test(`body cap: a chunked body over the cap is still counted and refused with 413, and the connection closes (${runtime})`, async () => {
+  test(`body cap: a chunked body over the cap is still counted and refused with 413, and the connection closes (${runtime})`, TIMEOUT, async () => {
     const sock = await openSock(handle.address.port);
     try {
       sock.write(head("/read", "Transfer-Encoding: chunked\r\n"));
@@ -76,7 +78,7 @@ describe(`body cap over HTTP (${runtime})`, () => {
     }
   });
 
-  test(`body cap: two POSTs with small unread bodies share one connection (${runtime})`, async () => {
+  test(`body cap: two POSTs with small unread bodies share one connection (${runtime})`, TIMEOUT, async () => {
     const sock = await openSock(handle.address.port);
     try {
       for (const id of ["first", "second"]) {
@@ -95,7 +97,7 @@ describe(`body cap over HTTP (${runtime})`, () => {
     }
   });
 
-  test(`body cap: a large unread body under the cap closes the connection instead of being read (${runtime})`, async () => {
+  test(`body cap: a large unread body under the cap closes the connection instead of being read (${runtime})`, TIMEOUT, async () => {
     const sock = await openSock(handle.address.port);
     try {
       sock.write(head("/ignore-big", `Content-Length: ${4 * 1024 * 1024}\r\n`));
@@ -108,7 +110,7 @@ describe(`body cap over HTTP (${runtime})`, () => {
     }
   });
 
-  test(`body cap: a chunked body the handler never reads closes the connection instead of being read (${runtime})`, async () => {
+  test(`body cap: a chunked body the handler never reads closes the connection instead of being read (${runtime})`, TIMEOUT, async () => {
     const sock = await openSock(handle.address.port);
     try {
       sock.write(head("/ignore", "Transfer-Encoding: chunked\r\n"));
@@ -121,7 +123,7 @@ describe(`body cap over HTTP (${runtime})`, () => {
     }
   });
 
-  test(`body cap: a GET declaring a body over the cap is refused before the handler runs (${runtime})`, async () => {
+  test(`body cap: a GET declaring a body over the cap is refused before the handler runs (${runtime})`, TIMEOUT, async () => {
     const before = calls.get("/get") ?? 0;
     const sock = await openSock(handle.address.port);
     try {
@@ -135,7 +137,7 @@ describe(`body cap over HTTP (${runtime})`, () => {
     }
   });
 
-  test(`body cap: Bun's own maxRequestBodySize follows the largest configured cap, not 128 MiB${runtime === "bun" ? "" : ` (bun only; skipped on ${runtime})`}`, { skip: runtime !== "bun" }, async () => {
+  test(`body cap: Bun's own maxRequestBodySize follows the largest configured cap, not 128 MiB${runtime === "bun" ? "" : ` (bun only; skipped on ${runtime})`}`, { ...TIMEOUT, skip: runtime !== "bun" }, async () => {
     const denials: string[] = [];
     const largest = 64 * 1024;
     const h = await serveHere(() => new Response("ok"), {
@@ -160,7 +162,7 @@ describe(`body cap over HTTP (${runtime})`, () => {
       await h.shutdown();
     }
   });
-  test(`body cap: the Deno adapter's dropUnreadBody: false sends whole answers and leaves the connection to Deno${runtime === "deno" ? "" : ` (deno only; skipped on ${runtime})`}`, { skip: runtime !== "deno" }, async () => {
+  test(`body cap: the Deno adapter's dropUnreadBody: false sends whole answers and leaves the connection to Deno${runtime === "deno" ? "" : ` (deno only; skipped on ${runtime})`}`, { ...TIMEOUT, skip: runtime !== "deno" }, async () => {
     const h = await serveHere(() => new Response("ignored the body"), { dropUnreadBody: false } as ServeOptions);
     const sock = await openSock(h.address.port);
     try {
