@@ -50,8 +50,9 @@ export interface ServeInfo {
   readonly peer?: PeerAddress;
   /**
    * Whether the request head declares a body (Content-Length or Transfer-Encoding), from an
-   * adapter that knows it cheaply; when false, a GET or HEAD is never asked for its headers.
-   * Unknown (undefined): the guard reads the headers.
+   * adapter that knows it cheaply (node). When true, a GET or HEAD has its declared length
+   * checked too; otherwise a GET or HEAD is never asked for its headers (on Deno and Bun
+   * that costs every GET a header read).
    */
   readonly declaresBody?: boolean;
 }
@@ -175,12 +176,12 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     slot: Slot | undefined,
   ) => {
     // A GET or HEAD has no body to read here, but may declare one the runtime would ingest:
-    // its length is checked too, unless the adapter says the head declares none. The method
-    // is read first: on a lazily built request (@hono/node-server) reading body builds it.
+    // its length is checked too when the adapter says the head declares one. The method is
+    // read first: on a lazily built request (@hono/node-server) reading body builds it.
     const method = request.method;
     const bodyless = method === "GET" || method === "HEAD";
     const body = bodyless ? null : request.body;
-    const declares = body !== null || (bodyless && info?.declaresBody !== false);
+    const declares = body !== null || (bodyless && info?.declaresBody === true);
     const declared = declares && request.headers.has("content-length") ? declaredLength(request.headers) : undefined;
     if (declared?.kind === "malformed") {
       permit.release();

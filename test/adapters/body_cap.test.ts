@@ -123,7 +123,9 @@ describe(`body cap over HTTP (${runtime})`, () => {
     }
   });
 
-  test(`body cap: a GET declaring a body over the cap is refused before the handler runs (${runtime})`, TIMEOUT, async () => {
+  // Node says cheaply whether a head declares a body; on Bun and Deno knowing it would cost
+  // every GET a header read (README, capability table), so a GET's body is not checked there.
+  test(`body cap: a GET declaring a body over the cap is refused before the handler runs${runtime === "node" ? " (node)" : ` (node only; not checked on ${runtime})`}`, { ...TIMEOUT, skip: runtime !== "node" }, async () => {
     const before = calls.get("/get") ?? 0;
     const sock = await openSock(handle.address.port);
     try {

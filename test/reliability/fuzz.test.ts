@@ -218,8 +218,10 @@ const TRUSTED = ["10.0.0.0/8", "2001:db8::/32", "127.0.0.1"];
 function expectedStatus(headers: Headers, bodyBytes: number | null): number {
   const cl = headers.get("content-length");
   const counted = (bodyBytes ?? 0) > CAP ? 413 : 200;
-  // No body to read (GET): its declared length is still checked (a GET may carry a body the
-  // runtime would ingest), so the same rules apply; nothing is counted.
+  // No body (GET): no framing to check, whatever the header says (guard.ts: a malformed
+  // length on such a request is the runtime parser's to refuse; its declared length is
+  // checked only when an adapter says the head declares a body).
+  if (bodyBytes === null) return 200;
   if (cl === null || headers.has("transfer-encoding")) return counted;
   let n: number | undefined;
   for (const part of cl.split(",")) {
