@@ -62,7 +62,9 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): 
             return { address: remote.hostname, port: remote.port, family: remote.hostname.includes(":") ? "IPv6" : "IPv4" };
           },
         });
-        return drop ? answer.then((res) => _closeInstead(request, res)) : answer;
+        // A GET or HEAD is never answered for an unread body (its body is not checked on Deno).
+        const bodyless = request.method === "GET" || request.method === "HEAD";
+        return drop && !bodyless ? answer.then((res) => _closeInstead(request, res)) : answer;
       },
       onError(error) {
         if (error === _CLOSE) return new Response(null, { status: 500 }); // the head already went out
