@@ -102,6 +102,16 @@ export function _capFor(request: Request, service: number | undefined, routes: r
   return service;
 }
 
+/**
+ * Whether a body left unread should close the connection: a declared length over
+ * {@linkcode UNREAD_BODY_KEEP_BYTES}, or a chunked one. No length and no Transfer-Encoding
+ * means no body at all (HTTP/1.1).
+ */
+export function _unreadCloses(request: Request, declared: DeclaredLength | undefined, hasBody: boolean): boolean {
+  if (declared?.kind === "length") return declared.bytes > UNREAD_BODY_KEEP_BYTES;
+  return hasBody && request.headers.has("transfer-encoding");
+}
+
 /** `res` with `Connection: close`, as a new Response (the handler's own may be shared or immutable). */
 export function _withClose(res: Response): Response {
   if (res.headers.get("connection") === "close") return res;

@@ -1,5 +1,5 @@
 import { declaredLength, isBodyTooLargeError, limitBody } from "./body_limit.ts";
-import { _capFor, _withClose, closesOnUnreadBody, UNREAD_BODY_KEEP_BYTES } from "./body_caps.ts";
+import { _capFor, _unreadCloses, _withClose, closesOnUnreadBody } from "./body_caps.ts";
 import { createCleanupRegistry } from "./cleanup_registry.ts";
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
@@ -240,10 +240,8 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
           } else if (res instanceof Response) {
             // A body the handler left unread, over 64 KiB or of unknown length: the connection
             // closes rather than make the runtime read the rest (Bun and Deno would, unbounded).
-            const unread = !bodyEnded && (declared?.kind === "length" ? declared.bytes > UNREAD_BODY_KEEP_BYTES : body !== null && request.headers.has("transfer-encoding"));
-            ctx.answer(unread ? _withClose(res) : res);
-          }
-          else {
+            ctx.answer(!bodyEnded && _unreadCloses(request, declared, body !== null) ? _withClose(res) : res);
+          } else {
             onError(new TypeError("The handler did not return a Response"), request);
             ctx.answer(denyResponse(500));
           }
