@@ -425,7 +425,7 @@ describe("guard: body cap", () => {
   });
 
   for (const bad of [NaN, -1, 0, 1.5, "10", null, -Infinity]) {
-    test(`body cap: context.bodyLimitBytes = ${String(bad)} throws a RangeError naming the field`, async () => {
+    test(`body cap: context.bodyLimitBytes = ${typeof bad === "string" ? JSON.stringify(bad) : String(bad)} throws a RangeError naming the field`, async () => {
       const { guard } = setup({ bodyLimitBytes: 100 });
       let thrown: unknown;
       const res = await guard.wrap(async (req, { context }) => {
