@@ -45,6 +45,9 @@ const options: ServeOptions = {
   maxConnections: config.maxConnections,
   requestTimeoutMs: config.requestTimeoutMs,
   bodyLimitBytes: config.bodyLimitBytes,
+  // /upload raises the cap (its bodyLimit() in app.ts); declared here so the guard applies it
+  // before the handler runs.
+  routeBodyLimits: [{ path: "/upload", method: "POST", bytes: config.uploadLimitBytes }],
   drainTimeoutMs: config.drainTimeoutMs,
   preStopDelayMs: config.preStopDelayMs,
   memory: config.rssCeilingBytes === undefined ? undefined : { ceilingBytes: config.rssCeilingBytes, intervalMs: 5_000 },

@@ -54,12 +54,14 @@ export function declaredLength(headers: Headers): DeclaredLength {
 
 /** Options of {@linkcode limitBody}. */
 export interface LimitBodyOptions {
-  /** The cap in bytes, read when the body is first read (so the innermost setting wins); undefined = no cap. */
+  /** The cap in bytes, read when the body is first read (so a route that lowered it is seen); undefined = no cap. */
   limit: () => number | undefined;
   /** The declared length, checked against the cap before a byte is read. */
   declared?: DeclaredLength;
   /** Told once when the cap is passed, before the stream errors. */
   onOverflow?: (error: BodyTooLargeError) => void;
+  /** Told once when the body has been read to its end. */
+  onEnd?: () => void;
   /**
    * Receives a function that fails the stream with a reason (the request was abandoned: a
    * deadline, a forced drain): a pending read rejects at once and the source is cancelled,
@@ -116,7 +118,10 @@ export function limitBody(body: ReadableStream<Uint8Array>, options: LimitBodyOp
         }
         const { done, value } = await reader.read();
         if (failed) return; // failed while the read was pending: the consumer already knows
-        if (done) return controller.close();
+        if (done) {
+          options.onEnd?.();
+          return controller.close();
+        }
         seen += value.byteLength;
         if (cap !== undefined && seen > cap) return overflow(controller, cap);
         controller.enqueue(value);

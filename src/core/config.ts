@@ -1,4 +1,5 @@
 import { _durationMs, _options, _positiveIntOrInfinity } from "./_validate.ts";
+import { _bodyLimitCeiling, _resolveRouteBodyLimits, type RouteBodyLimit } from "./body_caps.ts";
 
 /** The service-wide knobs. Every field is optional; {@linkcode resolveConfig} fills defaults. */
 export interface ServeHygieneConfig {
@@ -22,8 +23,8 @@ export interface ServeHygieneConfig {
    */
   requestTimeoutMs?: number;
   /**
-   * Service-wide request body cap in bytes. Undefined means no service-wide cap: routes set
-   * their own, and a route's cap wins over this one (innermost wins).
+   * Service-wide request body cap in bytes, applied before the handler runs. Undefined means
+   * no service-wide cap; `routeBodyLimits` sets particular routes' caps, larger or smaller.
    * @default undefined
    */
   bodyLimitBytes?: number;
@@ -32,6 +33,14 @@ export interface ServeHygieneConfig {
    * @default 25000
    */
   drainTimeoutMs?: number;
+  /**
+   * Body caps of particular routes, larger or smaller than `bodyLimitBytes`, applied before
+   * the handler runs (a declared `Content-Length` over the cap is refused 413 whether or not
+   * the handler reads the body). The first entry matching the request's method and path wins.
+   * A route that raises its cap in the handler (Hono's `bodyLimit()`) must declare it here.
+   * @default []
+   */
+  routeBodyLimits?: readonly RouteBodyLimit[];
 }
 
 /** A validated {@linkcode ServeHygieneConfig} with every default applied. */
@@ -41,6 +50,9 @@ export interface ResolvedConfig {
   readonly requestTimeoutMs: number;
   readonly bodyLimitBytes: number | undefined;
   readonly drainTimeoutMs: number;
+  readonly routeBodyLimits: readonly RouteBodyLimit[];
+  /** The largest cap any request can get, or undefined when some request has none (a runtime's own ceiling follows it). */
+  readonly bodyLimitCeiling: number | undefined;
 }
 
 /** The defaults of DESIGN.md. */
@@ -50,6 +62,8 @@ export const DEFAULT_CONFIG: ResolvedConfig = Object.freeze({
   requestTimeoutMs: 20_000,
   bodyLimitBytes: undefined,
   drainTimeoutMs: 25_000,
+  routeBodyLimits: Object.freeze([]),
+  bodyLimitCeiling: undefined,
 });
 
 const WHAT = "resolve config";
@@ -70,17 +84,21 @@ const WHAT = "resolve config";
  */
 export function resolveConfig(config?: ServeHygieneConfig): ResolvedConfig {
   const c = _options(WHAT, config);
-  const field = <K extends keyof ResolvedConfig>(name: K): number | undefined => {
+  const field = <K extends Exclude<keyof ResolvedConfig, "routeBodyLimits" | "bodyLimitCeiling">>(name: K): number | undefined => {
     const value = c[name];
     if (value === undefined) return DEFAULT_CONFIG[name];
     return name.endsWith("Ms") ? _durationMs(WHAT, name, value, { infinity: true }) : _positiveIntOrInfinity(WHAT, name, value);
   };
+  const bodyLimitBytes = field("bodyLimitBytes");
+  const routeBodyLimits = _resolveRouteBodyLimits(WHAT, c.routeBodyLimits);
   const resolved: ResolvedConfig = {
     maxConnections: field("maxConnections")!,
     concurrencyLimit: field("concurrencyLimit")!,
     requestTimeoutMs: field("requestTimeoutMs")!,
-    bodyLimitBytes: field("bodyLimitBytes"),
+    bodyLimitBytes,
     drainTimeoutMs: field("drainTimeoutMs")!,
+    routeBodyLimits,
+    bodyLimitCeiling: _bodyLimitCeiling(bodyLimitBytes, routeBodyLimits),
   };
   if (resolved.requestTimeoutMs !== Infinity && resolved.requestTimeoutMs >= resolved.drainTimeoutMs) {
     throw new RangeError(

@@ -1,4 +1,5 @@
 import { declaredLength, isBodyTooLargeError, limitBody } from "./body_limit.ts";
+import { _capFor, _unreadCloses, _withClose, closesOnUnreadBody } from "./body_caps.ts";
 import { createCleanupRegistry } from "./cleanup_registry.ts";
 import { dropConnectionAfter } from "./connection_drop.ts";
 import type { Clock } from "./clock.ts";
@@ -68,6 +69,13 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
  */
 export interface ServeInfo {
   readonly peer?: PeerAddress;
+  /**
+   * Whether the request head declares a body (Content-Length or Transfer-Encoding), from an
+   * adapter that knows it cheaply (node). When true, a GET or HEAD has its declared length
+   * checked too; otherwise a GET or HEAD is never asked for its headers (on Deno and Bun
+   * that costs every GET a header read).
+   */
+  readonly declaresBody?: boolean;
 }
 
 /** A Web fetch handler running behind the guard. */
@@ -210,24 +218,39 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     key: string | undefined,
     slot: Slot | undefined,
   ) => {
-    // A request without a body (every GET and HEAD) has no framing to check here; a
-    // malformed length on one is answered 400 by the runtime's own HTTP parser. The method
-    // is read first: on a lazily built request (@hono/node-server) reading body builds it.
+    // A GET or HEAD has no body to read here, but may declare one the runtime would ingest:
+    // its length is checked too when the adapter says the head declares one. The method is
+    // read first: on a lazily built request (@hono/node-server) reading body builds it.
     const method = request.method;
-    const body = method === "GET" || method === "HEAD" ? null : request.body;
-    const declared = body !== null && request.headers.has("content-length") ? declaredLength(request.headers) : undefined;
+    const bodyless = method === "GET" || method === "HEAD";
+    const body = bodyless ? null : request.body;
+    const declares = body !== null || (bodyless && info?.declaresBody === true);
+    const declared = declares && request.headers.has("content-length") ? declaredLength(request.headers) : undefined;
     if (declared?.kind === "malformed") {
       permit.release();
       slot?.release();
       return Promise.resolve(deny("framing", "malformed-length", 400));
     }
-    const ctx = new _Context(contextHost, request, info, now, config.requestTimeoutMs, config.bodyLimitBytes, key);
+    // Gate 8, the declared half: the cap that applies is known before the handler runs (the
+    // service cap or a declared route's), so a handler that never reads the body cannot make
+    // the runtime ingest it. Past 64 KiB the connection closes instead of reading the rest.
+    const cap = declared === undefined && body === null ? config.bodyLimitBytes : _capFor(request, config.bodyLimitBytes, config.routeBodyLimits);
+    if (declared?.kind === "length" && cap !== undefined && declared.bytes > cap) {
+      permit.release();
+      slot?.release();
+      body?.cancel().catch(() => {});
+      return Promise.resolve(deny("body", "over-cap", 413, undefined, closesOnUnreadBody(declared)));
+    }
+    const ctx = new _Context(contextHost, request, info, now, config.requestTimeoutMs, cap, key);
+    if (declared?.kind === "length") ctx.declaredBytes = declared.bytes;
     let req = request;
+    let bodyEnded = false;
     if (body !== null) {
       const limited = limitBody(body, {
         limit: () => ctx.bodyLimitBytes,
         declared,
         onOverflow: () => (ctx.overflowed = true),
+        onEnd: () => (bodyEnded = true),
         bindFail: (fail) => (ctx.failBody = fail),
       });
       req = new Request(request, { body: limited, duplex: "half" } as RequestInit);
@@ -257,9 +280,12 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
           settle();
           if (ctx.overflowed) {
             if (res instanceof Response) res.body?.cancel().catch(() => {});
-            ctx.answer(deny("body", "over-cap", 413));
-          } else if (res instanceof Response) answerWith(ctx, res);
-          else {
+            ctx.answer(deny("body", "over-cap", 413, undefined, closesOnUnreadBody(declared)));
+          } else if (res instanceof Response) {
+            // A body the handler left unread, over 64 KiB or of unknown length: the connection
+            // closes rather than make the runtime read the rest (Bun and Deno would, unbounded).
+            answerWith(ctx, !bodyEnded && _unreadCloses(request, declared, body !== null) ? _withClose(res) : res);
+          } else {
             onError(new TypeError("The handler did not return a Response"), request);
             ctx.answer(denyResponse(500));
           }
@@ -267,7 +293,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
         },
         (error: unknown) => {
           settle();
-          if (ctx.overflowed || isBodyTooLargeError(error)) ctx.answer(deny("body", "over-cap", 413));
+          if (ctx.overflowed || isBodyTooLargeError(error)) ctx.answer(deny("body", "over-cap", 413, undefined, closesOnUnreadBody(declared)));
           else {
             // After a 408 the failure is the expected reaction to the aborted signal.
             if (ctx.abandonedBy === undefined) onError(error, request);

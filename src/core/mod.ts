@@ -1,5 +1,6 @@
 // The runtime-agnostic core. Re-exports only.
 export * from "./body_limit.ts";
+export { closesOnUnreadBody, type RouteBodyLimit, UNREAD_BODY_KEEP_BYTES } from "./body_caps.ts";
 export * from "./bounded_map.ts";
 export * from "./cleanup_registry.ts";
 export * from "./client_key.ts";

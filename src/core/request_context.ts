@@ -1,6 +1,8 @@
 import type { TimerHandle } from "./clock.ts";
 import type { CleanupRegistry } from "./cleanup_registry.ts";
 import type { PeerAddress } from "./server.ts";
+import { BodyTooLargeError } from "./body_limit.ts";
+import { _positiveIntOrInfinity } from "./_validate.ts";
 
 /**
  * The per-request state route-level code may read and adjust. It lives from admission
@@ -8,8 +10,12 @@ import type { PeerAddress } from "./server.ts";
  */
 export interface RequestContext {
   /**
-   * The body cap in bytes for this request, read when the body is first read: set it before
-   * reading and it wins over the service-wide cap (innermost wins). Undefined = no cap.
+   * The body cap in bytes for this request (a positive integer or `Infinity`; undefined = no
+   * cap), read when the body is first read. It starts as the cap the guard applied before the
+   * handler ran (the service cap, or a `routeBodyLimits` entry's). Setting it may lower that
+   * cap (a declared length over the new cap is refused with 413 at once); raising it above
+   * throws a `RangeError`: declare the raise in `routeBodyLimits`, so it is known before the
+   * handler runs.
    */
   bodyLimitBytes: number | undefined;
   /**
@@ -66,7 +72,8 @@ const _clientGone = (cause?: unknown) => Object.assign(new DOMException("The cli
  * {@linkcode GuardedInfo} (its `context` is itself); not exported from the package.
  */
 export class _Context implements RequestContext, GuardedInfo {
-  bodyLimitBytes: number | undefined;
+  /** The declared Content-Length, when there is one (set by the guard). */
+  declaredBytes: number | undefined = undefined;
   readonly startedAt: number;
   readonly key: string | undefined;
   /** True once the body passed its cap: the answer becomes 413 whatever the handler says. */
@@ -83,6 +90,9 @@ export class _Context implements RequestContext, GuardedInfo {
   /** Resolves the guard's answer; set by the guard. */
   resolve: ((res: Response) => void) | undefined = undefined;
   #answered = false;
+  #bodyLimit: number | undefined;
+  /** The cap the guard applied before the handler ran: the handler may lower it, never raise it. */
+  readonly #bodyLimitBefore: number | undefined;
   readonly #host: _ContextHost;
   readonly #request: Request;
   readonly #info: { readonly peer?: PeerAddress } | undefined;
@@ -106,7 +116,8 @@ export class _Context implements RequestContext, GuardedInfo {
     this.#info = info;
     this.startedAt = startedAt;
     this.#timeoutMs = timeoutMs;
-    this.bodyLimitBytes = bodyLimit;
+    this.#bodyLimit = bodyLimit;
+    this.#bodyLimitBefore = bodyLimit;
     this.key = key;
   }
 
@@ -117,6 +128,28 @@ export class _Context implements RequestContext, GuardedInfo {
 
   get context(): RequestContext {
     return this;
+  }
+
+  get bodyLimitBytes(): number | undefined {
+    return this.#bodyLimit;
+  }
+
+  set bodyLimitBytes(bytes: number | undefined) {
+    const what = "set the body cap";
+    if (bytes !== undefined) _positiveIntOrInfinity(what, "bodyLimitBytes", bytes);
+    const before = this.#bodyLimitBefore ?? Infinity;
+    if ((bytes ?? Infinity) > before) {
+      throw new RangeError(
+        `Cannot ${what} as "bodyLimitBytes" must be at most ${before} (the cap applied before the handler ran; ` +
+          `declare a larger cap for this route in "routeBodyLimits"): current value is ${bytes}`,
+      );
+    }
+    this.#bodyLimit = bytes;
+    if (bytes !== undefined && this.declaredBytes !== undefined && this.declaredBytes > bytes && !this.overflowed) {
+      // Refused as the guard would have refused it upfront: any read fails, the answer is 413.
+      this.overflowed = true;
+      this.failBody?.(new BodyTooLargeError(bytes));
+    }
   }
 
   get timeoutMs(): number {

@@ -14,8 +14,10 @@ export interface HygieneMiddleware extends MiddlewareHandler {
  * The whole request path as app-level Hono middleware, for apps served by something other
  * than serve-hygiene's adapters (which apply the guard themselves). The rest of the chain
  * runs as the guarded handler: it sees the body-capped request, and route-level pieces
- * (`bodyLimit`, `timeout`, `rateLimit`, `inFlightCap`) adjust the same context. Give the
- * probe and metrics routes as `exempt` paths so the process-wide gates never refuse them.
+ * (`bodyLimit`, `timeout`, `rateLimit`, `inFlightCap`) adjust the same context. A declared
+ * length over the cap is refused before any route runs: a route whose `bodyLimit()` raises
+ * the cap declares the raise in the options' `routeBodyLimits`.
+ * Give the probe and metrics routes as `exempt` paths so the process-wide gates never refuse them.
  *
  * @example
  * ```ts

@@ -3,32 +3,45 @@ import {
   type ClientKeyFunction,
   type ClientKeyOptions,
   createClientKey,
+  closesOnUnreadBody,
   createInFlightLimiter,
+  declaredLength,
   denyResponse,
   type InFlightLimiterOptions,
   type RateLimiter,
   rateLimitedResponse,
 } from "../core/mod.ts";
 import { _requireContext, hygieneContext, peerOf } from "./context.ts";
-import { _durationMs } from "../core/_validate.ts";
+import { _durationMs, _positiveIntOrInfinity } from "../core/_validate.ts";
 
 /**
- * Caps this route's request body at `bytes` (innermost wins, so a route may allow more or
- * less than the service-wide cap). Over it: 413, however the handler reads the body.
+ * Caps this route's request body at `bytes` (a positive integer or `Infinity`; validated
+ * here). A declared `Content-Length` over it is refused with 413 before the route's handler
+ * runs; a chunked body is counted and refused with 413 once it passes the cap, however the
+ * handler reads it. A cap *above* the service-wide one must also be declared in the guard's
+ * `routeBodyLimits` (the guard refuses before any route runs); without it the raise throws.
  *
  * @example
  * ```ts
  * import { Hono } from "hono";
  * import { bodyLimit, hygiene } from "serve-hygiene/hono";
- * const app = new Hono().use(hygiene({ bodyLimitBytes: 1024 }));
- * app.post("/upload", bodyLimit(10 * 1024 * 1024), async (c) => c.text(String((await c.req.arrayBuffer()).byteLength)));
+ * const upload = 10 * 1024 * 1024;
+ * const app = new Hono().use(hygiene({ bodyLimitBytes: 1024, routeBodyLimits: [{ path: "/upload", bytes: upload }] }));
+ * app.post("/upload", bodyLimit(upload), async (c) => c.text(String((await c.req.arrayBuffer()).byteLength)));
+ * const res = await app.request("/upload", { method: "POST", body: "x".repeat(2048) });
+ * console.assert((await res.text()) === "2048");
  * ```
  */
-export const bodyLimit = (bytes: number): MiddlewareHandler =>
-  async function bodyLimit(c, next) {
+export const bodyLimit = (bytes: number): MiddlewareHandler => {
+  _positiveIntOrInfinity("create bodyLimit", "bytes", bytes);
+  return async function bodyLimit(c, next) {
     _requireContext(c, "bodyLimit").bodyLimitBytes = bytes;
+    // The guard answers 413 (and reports it) once the context knows the length is over.
+    const declared = declaredLength(c.req.raw.headers);
+    if (declared.kind === "length" && declared.bytes > bytes) return denyResponse(413, { close: closesOnUnreadBody(declared) });
     await next();
   };
+};
 
 /**
  * Sets this route's deadline (counted from the request's arrival; 408 when it passes).

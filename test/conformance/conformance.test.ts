@@ -6,7 +6,8 @@
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { type Child, records, runtime, startChild } from "../support/runtime.ts";
-import { type NewConnection, probeNewConnection, rawConnect, type RawResponse } from "../support/raw_http.ts";
+import { type NewConnection, parseResponse, probeNewConnection, rawConnect, type RawResponse } from "../support/raw_http.ts";
+import { openSock } from "../support/reliability.ts";
 
 const FIXTURE = "test/fixtures/conformance_server.ts";
 const BOUND_MS = 15_000;
@@ -44,6 +45,27 @@ async function waitForRecords(child: Child, key: string, count: number, what: st
     })(),
     `${what}; stdout:\n${child.stdout()}\nstderr:\n${child.stderr()}`,
   );
+}
+
+/**
+ * The status of the answer to one request on a fresh raw connection, once the answer is whole
+ * or the server closed the connection: Deno drops the connection after a refusal's text
+ * (its chunked body unterminated) rather than read a large unread body.
+ */
+async function refusalStatus(port: number, head: string, body = ""): Promise<number> {
+  const sock = await openSock(port);
+  try {
+    sock.write(head);
+    if (body.length > 0) sock.write(body);
+    await within((async () => {
+      while (!sock.isClosed() && parseResponse(sock.received(), false)?.complete !== true) await new Promise((r) => setTimeout(r, 5));
+    })(), `raw ${head.split("\r\n")[0]}`);
+    const parsed = parseResponse(sock.received(), true);
+    assert.ok(parsed !== undefined, `no answer: ${JSON.stringify(sock.received().toString("latin1"))}`);
+    return parsed.status;
+  } finally {
+    sock.destroy();
+  }
 }
 
 /** One request on a fresh raw connection: `head` is everything before the body. */
@@ -121,12 +143,12 @@ describe(`conformance (${runtime})`, () => {
     const { child, port, url } = await sharedServer();
     // 10 MB declared, 6 bytes sent and nothing more: a server that waited for the body would
     // end in a 408 at the request deadline, not a 413.
-    const res = await raw(
+    const status = await refusalStatus(
       port,
       "POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: 10000000\r\n\r\n",
       "abcdef",
     );
-    assert.equal(res.status, 413);
+    assert.equal(status, 413);
     // And the refusal costs the server nothing: it is still up and serving afterwards.
     const died = await Promise.race([child.exited.then(() => true), new Promise<false>((r) => setTimeout(r, 300, false))]);
     assert.equal(died, false, `the server process ended after the 413; stderr:\n${child.stderr()}`);
@@ -137,12 +159,12 @@ describe(`conformance (${runtime})`, () => {
 
   test(`conformance (${runtime}): a chunked body over the cap → 413`, async () => {
     const { port } = await sharedServer();
-    const res = await raw(
+    const status = await refusalStatus(
       port,
       "POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n",
       chunk("a".repeat(800)) + chunk("b".repeat(800)) + "0\r\n\r\n",
     );
-    assert.equal(res.status, 413);
+    assert.equal(status, 413);
   });
 
   test(`conformance (${runtime}): Content-Length: abc → 400`, async () => {

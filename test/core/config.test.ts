@@ -63,6 +63,30 @@ describe("config", () => {
     assert.equal(c.drainTimeoutMs, 1000);
   });
 
+  test("config: routeBodyLimits are validated at startup, each error naming the entry's field", () => {
+    const bad: [unknown, RegExp, ErrorConstructor][] = [
+      ["/upload", /"routeBodyLimits" must be an array: current value is "\/upload"/, TypeError],
+      [[null], /"routeBodyLimits\[0\]" must be an object: current value is null/, TypeError],
+      [[{ path: "upload", bytes: 10 }], /"routeBodyLimits\[0\].path" must be a path starting with "\/": current value is "upload"/, TypeError],
+      [[{ path: "/a", method: "", bytes: 10 }], /"routeBodyLimits\[0\].method" must be a method name: current value is ""/, TypeError],
+      [[{ path: "/a", bytes: 10 }, { path: "/b", bytes: NaN }], /"routeBodyLimits\[1\].bytes" must be a positive integer or Infinity: current value is NaN/, RangeError],
+      [[{ path: "/a", bytes: -1 }], /"routeBodyLimits\[0\].bytes" must be a positive integer or Infinity: current value is -1/, RangeError],
+    ];
+    for (const [routeBodyLimits, message, type] of bad) {
+      assert.throws(() => resolveConfig({ routeBodyLimits } as never), (error: unknown) => error instanceof type && message.test((error as Error).message));
+    }
+  });
+
+  test("config: the body cap ceiling is the largest configured cap, or none when some request has no cap", () => {
+    const c = resolveConfig({ bodyLimitBytes: 1024, routeBodyLimits: [{ path: "/upload", method: "post", bytes: 4096 }, { path: "/tiny", bytes: 8 }] });
+    assert.equal(c.bodyLimitCeiling, 4096);
+    assert.equal(c.routeBodyLimits[0]!.method, "POST");
+    assert.ok(Object.isFrozen(c.routeBodyLimits) && Object.isFrozen(c.routeBodyLimits[0]));
+    assert.equal(resolveConfig({ bodyLimitBytes: 1024 }).bodyLimitCeiling, 1024);
+    assert.equal(resolveConfig({ routeBodyLimits: [{ path: "/upload", bytes: 4096 }] }).bodyLimitCeiling, undefined);
+    assert.equal(resolveConfig({ bodyLimitBytes: 1024, routeBodyLimits: [{ path: "/any", bytes: Infinity }] }).bodyLimitCeiling, undefined);
+  });
+
   test("config: a non-object config throws a TypeError", () => {
     assert.throws(() => resolveConfig(42 as never), TypeError);
     assert.throws(() => resolveConfig(null as never), TypeError);

@@ -309,8 +309,8 @@ describe("guard: body cap", () => {
     assert.equal(await res.text(), "30");
   });
 
-  test("guard: a route-level cap wins over the service-wide one, larger or smaller", async () => {
-    const { guard } = setup({ bodyLimitBytes: 10 });
+  test("guard: a route-level cap wins over the service-wide one, larger (declared in routeBodyLimits) or smaller", async () => {
+    const { guard } = setup({ bodyLimitBytes: 10, routeBodyLimits: [{ path: "/upload", bytes: 100 }] });
     const upload = guard.wrap(async (req, { context }) => {
       context.bodyLimitBytes = 100;
       return new Response(String((await req.arrayBuffer()).byteLength));
@@ -324,6 +324,123 @@ describe("guard: body cap", () => {
     });
     assert.equal((await tight(post("hello"))).status, 413);
   });
+
+  test("body cap: a declared length over the cap is refused before the handler runs, even one that never reads the body", async () => {
+    const { guard, denials } = setup({ bodyLimitBytes: 10 });
+    let calls = 0;
+    const source = countingBody(10, 10);
+    const res = await guard.wrap(() => (calls++, new Response("ignored the body")))(post(source.stream, { "content-length": "100" }));
+    assert.equal(res.status, 413);
+    assert.equal(calls, 0);
+    assert.equal(source.pulls, 0);
+    assert.equal(guard.inFlight, 0);
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason, d.status]), [["body", "over-cap", 413]]);
+  });
+
+  test("body cap: a declared length over 64 KiB is refused with Connection: close; a small one keeps the connection", async () => {
+    const { guard } = setup({ bodyLimitBytes: 10 });
+    const fetch = guard.wrap(() => new Response("ignored"));
+    const big = await fetch(post("x", { "content-length": String(64 * 1024 + 1) }));
+    assert.equal(big.status, 413);
+    assert.equal(big.headers.get("connection"), "close");
+    const small = await fetch(post("x".repeat(100), { "content-length": "100" }));
+    assert.equal(small.status, 413);
+    assert.equal(small.headers.get("connection"), null);
+  });
+
+  test("body cap: a chunked body passing the cap is answered 413 with Connection: close (the rest is unknown)", async () => {
+    const { guard } = setup({ bodyLimitBytes: 25 });
+    const res = await guard.wrap(async (req) => (await req.text(), new Response("read")))(post(countingBody(100, 10).stream));
+    assert.equal(res.status, 413);
+    assert.equal(res.headers.get("connection"), "close");
+  });
+
+  test("body cap: a handler that leaves over 64 KiB (or a chunked rest) unread is answered with Connection: close; a read or small body keeps the connection", async () => {
+    const { guard } = setup();
+    const ignore = guard.wrap(() => new Response("ignored", { headers: { "x-app": "1" } }));
+    const read = guard.wrap(async (req) => new Response(String((await req.arrayBuffer()).byteLength)));
+    const big = { "content-length": String(70 * 1024) };
+    const ignored = await ignore(post(countingBody(70, 1024).stream, big));
+    assert.equal(ignored.headers.get("connection"), "close");
+    assert.equal(ignored.headers.get("x-app"), "1");
+    assert.equal(await ignored.text(), "ignored");
+    assert.equal((await ignore(post(countingBody(1, 10).stream, { "transfer-encoding": "chunked" }))).headers.get("connection"), "close");
+    assert.equal((await ignore(post("x".repeat(100), { "content-length": "100" }))).headers.get("connection"), null);
+    const whole = await read(post(countingBody(70, 1024).stream, big));
+    assert.equal(await whole.text(), String(70 * 1024));
+    assert.equal(whole.headers.get("connection"), null);
+  });
+
+  test("body cap: a GET whose adapter says it declares a body has its length checked before the handler runs; other GETs never have their headers read", async () => {
+    const { guard } = setup({ bodyLimitBytes: 10 });
+    let calls = 0;
+    const fetch = guard.wrap(() => (calls++, new Response("ok")));
+    const get = new Request("http://localhost/", { headers: { "content-length": "100" } });
+    assert.equal((await fetch(get, { declaresBody: true })).status, 413);
+    assert.equal(calls, 0);
+    assert.equal((await fetch(get)).status, 200, "without the adapter's word a GET's headers are not read");
+  });
+
+  test("body cap: a raise declared in routeBodyLimits applies before the handler; other paths keep the service cap", async () => {
+    const { guard } = setup({ bodyLimitBytes: 10, routeBodyLimits: [{ path: "/upload", method: "post", bytes: 100 }] });
+    let calls = 0;
+    const fetch = guard.wrap(async (req, { context }) => (calls++, new Response(`${context.bodyLimitBytes}:${(await req.arrayBuffer()).byteLength}`)));
+    const up = await fetch(post(countingBody(5, 10).stream, { "content-length": "50" }));
+    assert.equal(await up.text(), "100:50");
+    const other = await fetch(post(countingBody(5, 10).stream, { "content-length": "50" }, "http://localhost/other"));
+    assert.equal(other.status, 413);
+    const tooBig = await fetch(post(countingBody(20, 10).stream, { "content-length": "200" }));
+    assert.equal(tooBig.status, 413);
+    assert.equal(calls, 1);
+  });
+
+  test("body cap: a route prefix (trailing *) and a method filter select the cap", async () => {
+    const { guard } = setup({ bodyLimitBytes: 10, routeBodyLimits: [{ path: "/files/*", method: "PUT", bytes: 100 }] });
+    const fetch = guard.wrap(async (req) => new Response(String((await req.arrayBuffer()).byteLength)));
+    const put = (url: string) => new Request(url, { method: "PUT", body: "x".repeat(50), headers: { "content-length": "50" } });
+    assert.equal((await fetch(put("http://localhost/files/a/b?x=1"))).status, 200);
+    assert.equal((await fetch(put("http://localhost/filesx"))).status, 413);
+    assert.equal((await fetch(post("x".repeat(50), { "content-length": "50" }, "http://localhost/files/a"))).status, 413);
+  });
+
+  test("body cap: a route lowering the cap in its context refuses a declared length over it (413, deny event)", async () => {
+    const { guard, denials } = setup({ bodyLimitBytes: 100 });
+    const res = await guard.wrap(async (req, { context }) => {
+      context.bodyLimitBytes = 5;
+      return new Response(await req.text());
+    })(post("x".repeat(50), { "content-length": "50" }));
+    assert.equal(res.status, 413);
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason, d.status]), [["body", "over-cap", 413]]);
+  });
+
+  test("body cap: a raise in the context above the cap applied before the handler throws a RangeError saying where to declare it", async () => {
+    const { guard, errors } = setup({ bodyLimitBytes: 10 });
+    const res = await guard.wrap((_req, { context }) => {
+      context.bodyLimitBytes = 1000;
+      return new Response("raised");
+    })(post("x"));
+    assert.equal(res.status, 500);
+    assert.ok(errors[0] instanceof RangeError);
+    assert.match((errors[0] as Error).message, /"bodyLimitBytes" must be at most 10 .*routeBodyLimits.*current value is 1000/);
+  });
+
+  for (const bad of [NaN, -1, 0, 1.5, "10", null, -Infinity]) {
+    test(`body cap: context.bodyLimitBytes = ${typeof bad === "string" ? JSON.stringify(bad) : String(bad)} throws a RangeError naming the field`, async () => {
+      const { guard } = setup({ bodyLimitBytes: 100 });
+      let thrown: unknown;
+      const res = await guard.wrap(async (req, { context }) => {
+        try {
+          context.bodyLimitBytes = bad as never;
+        } catch (error) {
+          thrown = error;
+        }
+        return new Response(String((await req.arrayBuffer()).byteLength));
+      })(post("x".repeat(50)));
+      assert.ok(thrown instanceof RangeError, `threw ${String(thrown)}`);
+      assert.match(thrown.message, /^Cannot set the body cap as "bodyLimitBytes" must be a positive integer or Infinity: current value is /);
+      assert.equal(await res.text(), "50", "the cap in force is unchanged");
+    });
+  }
 
   test("guard: with no cap anywhere, bodies pass untouched", async () => {
     const { guard } = setup();

@@ -75,15 +75,48 @@ describe(`hono middleware (${runtime})`, () => {
     assert.deepEqual(await ok.json(), { a: 1 });
   });
 
-  test("hono: a route-level bodyLimit wins over the app-level cap, larger or smaller", async () => {
+  test("hono: a route-level bodyLimit wins over the app-level cap, larger (declared in routeBodyLimits) or smaller", async () => {
     const app = new Hono();
-    app.use(hygiene({ bodyLimitBytes: 10, clock: createManualClock() }));
+    app.use(hygiene({ bodyLimitBytes: 10, routeBodyLimits: [{ path: "/upload", bytes: 1000 }], clock: createManualClock() }));
     app.post("/upload", bodyLimit(1000), async (c) => c.text(String((await c.req.arrayBuffer()).byteLength)));
     app.post("/tiny", bodyLimit(2), async (c) => c.text(await c.req.text()));
     const big = await app.request("/upload", post("x".repeat(500)));
     assert.equal(await big.text(), "500");
     assert.equal((await app.request("/upload", post("x".repeat(1001)))).status, 413);
     assert.equal((await app.request("/tiny", post("abc"))).status, 413);
+  });
+
+  test("hono: bodyLimit(bytes) validates at creation with a RangeError naming the field", () => {
+    for (const bad of [NaN, -1, 0, 1.5, "10", null, -Infinity]) {
+      assert.throws(() => bodyLimit(bad as never), (error: unknown) => {
+        assert.ok(error instanceof RangeError, String(error));
+        assert.match(error.message, /^Cannot create bodyLimit as "bytes" must be a positive integer or Infinity: current value is /);
+        return true;
+      });
+    }
+    assert.equal(bodyLimit(Infinity).name, "bodyLimit");
+  });
+
+  test("body cap: a route bodyLimit refuses a declared length over it before the route's handler runs", async () => {
+    const app = new Hono();
+    const denials: string[] = [];
+    app.use(hygiene({ bodyLimitBytes: 1000, clock: createManualClock(), onDeny: (e) => denials.push(`${e.layer}:${e.reason}:${e.status}`) }));
+    let calls = 0;
+    app.post("/tiny", bodyLimit(10), (c) => (calls++, c.text("never read the body")));
+    const res = await app.request("/tiny", post("x".repeat(50), { "content-length": "50" }));
+    assert.equal(res.status, 413);
+    assert.equal(calls, 0);
+    assert.deepEqual(denials, ["body:over-cap:413"]);
+  });
+
+  test("body cap: under app-level hygiene() a declared length over the cap is refused before any route runs", async () => {
+    const app = new Hono();
+    app.use(hygiene({ bodyLimitBytes: 10, clock: createManualClock() }));
+    let calls = 0;
+    app.post("/login", (c) => (calls++, c.text("ignored the body")));
+    const res = await app.request("/login", post("x".repeat(50), { "content-length": "50" }));
+    assert.equal(res.status, 413);
+    assert.equal(calls, 0);
   });
 
   test("hono: timeout(ms) cuts the route at its own deadline with 408; noTimeout() never does", async () => {
@@ -180,7 +213,7 @@ describe(`hono middleware (${runtime})`, () => {
     app.post("/upload", bodyLimit(100_000), async (c) => c.text(String((await c.req.arrayBuffer()).byteLength)));
     app.post("/small", async (c) => c.text(await c.req.text()));
     app.post("/login", rateLimit({ limiter: createFixedWindowLimiter({ limit: 1 }) }), (c) => c.text("checked"));
-    const handle = await serveHere(app.fetch, { bodyLimitBytes: 1000 });
+    const handle = await serveHere(app.fetch, { bodyLimitBytes: 1000, routeBodyLimits: [{ path: "/upload", bytes: 100_000 }] });
     try {
       const base = `http://127.0.0.1:${handle.address.port}`;
       assert.equal(await (await fetch(`${base}/upload`, { method: "POST", body: "x".repeat(50_000) })).text(), "50000");

@@ -117,13 +117,12 @@ describe(`reliability (${runtime}): framing and bodies`, () => {
     }
   });
 
-  // What the connection does after a 413 whose body is still coming. Node: the adapter
-  // answers with Connection: close (an unread body cannot be skipped safely) and node closes
-  // the socket. Deno and Bun: the connection stays open, the runtime reads and discards the
-  // rest of the body as it arrives, and the next request on it is served correctly.
-  const reuse = runtime === "node" ? "the connection is closed" : "the rest of the body is discarded and the connection serves the next request";
-
-  test(`reliability (${runtime}): a chunked body that passes the cap mid-stream → 413, the handler saw at most the cap, ${reuse}`, TIMEOUT, async () => {
+  // What the connection does after a 413. A chunked body passing the cap has an unknown rest:
+  // the 413 says Connection: close and the connection is closed without reading it (Deno
+  // drops it after the 413's text, its chunked body left unterminated: Deno.serve would
+  // otherwise read the rest to its end). A declared length over the cap is refused before the
+  // handler runs; a small one (≤ 64 KiB) is read and discarded and the connection serves on.
+  test(`reliability (${runtime}): a chunked body that passes the cap mid-stream → 413, the handler saw at most the cap, the connection is closed without the rest`, TIMEOUT, async () => {
     const s = await server();
     const id = "chunked-over";
     const sock = await openSock(s.port);
@@ -132,31 +131,20 @@ describe(`reliability (${runtime}): framing and bodies`, () => {
       sock.write(chunk("a".repeat(600)));
       await delay(50);
       sock.write(chunk("b".repeat(600))); // 1200 > 1024: the cap passes inside this chunk
-      const res = await sock.response();
+      await within(sock.closed, "the server closing the connection after the 413");
+      const res = parseResponse(sock.received(), true)!;
       assert.equal(res.status, 413);
-      assert.equal(res.body, "Content Too Large");
+      assert.equal(res.headers.get("connection"), "close");
+      assert.match(res.body, /^Content Too Large/);
       await waitForRecord(s.child, "upload", "the handler's view of the body", id);
       const saw = uploadsSeen(s).get(id)!;
       assert.ok(saw <= CAP, `the handler saw ${saw} bytes, over the cap of ${CAP}`);
-      if (runtime === "node") {
-        assert.equal(res.headers.get("connection"), "close");
-        await within(sock.closed, "the server closing the connection after the 413");
-      } else {
-        // The body goes on after the 413 (bytes the client had already sent), then a request.
-        sock.write(chunk("c".repeat(600)) + "0\r\n\r\n");
-        sock.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
-        const next = await sock.response();
-        assert.equal(next.status, 200, "the leftover body was parsed as a request");
-        assert.equal(next.body, "hello");
-        await delay(100);
-        assert.equal(sock.received().length, 0, `extra bytes after the next response: ${sock.received().toString("latin1")}`);
-      }
     } finally {
       sock.destroy();
     }
   });
 
-  test(`reliability (${runtime}): Content-Length over the cap with the whole body sent → 413, the handler got no byte, ${reuse}`, TIMEOUT, async () => {
+  test(`reliability (${runtime}): Content-Length over the cap with the whole body sent → 413 before the handler runs, the small rest is discarded and the connection serves the next request`, TIMEOUT, async () => {
     const s = await server();
     const id = "cl-over";
     const sock = await openSock(s.port);
@@ -164,16 +152,11 @@ describe(`reliability (${runtime}): framing and bodies`, () => {
       sock.write(upload(id, "Content-Length: 4000\r\n") + "x".repeat(4000));
       const res = await sock.response();
       assert.equal(res.status, 413);
-      await waitForRecord(s.child, "upload", "the handler's view of the body", id);
-      assert.equal(uploadsSeen(s).get(id), 0);
-      if (runtime === "node") {
-        await within(sock.closed, "the server closing the connection after the 413");
-      } else {
-        sock.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
-        const next = await sock.response();
-        assert.equal(next.status, 200);
-        assert.equal(next.body, "hello");
-      }
+      sock.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      const next = await sock.response();
+      assert.equal(next.status, 200);
+      assert.equal(next.body, "hello");
+      assert.equal(records(s.child, "uploadStarted").filter((r) => r.uploadStarted === id).length, 0, "the handler ran");
     } finally {
       sock.destroy();
     }

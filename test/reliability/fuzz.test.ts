@@ -222,7 +222,8 @@ function expectedStatus(headers: Headers, bodyBytes: number | null): number {
   const cl = headers.get("content-length");
   const counted = (bodyBytes ?? 0) > CAP ? 413 : 200;
   // No body (GET): no framing to check, whatever the header says (guard.ts: a malformed
-  // length on such a request is the runtime parser's to refuse).
+  // length on such a request is the runtime parser's to refuse; its declared length is
+  // checked only when an adapter says the head declares a body).
   if (bodyBytes === null) return 200;
   if (cl === null || headers.has("transfer-encoding")) return counted;
   let n: number | undefined;

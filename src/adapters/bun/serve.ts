@@ -4,9 +4,9 @@ import { createBunHost, type BunHostOptions } from "./host.ts";
 /** Options of the Bun adapter's {@linkcode serve}. */
 export interface BunServeOptions extends ServeOptions, BunHostOptions {
   /**
-   * Bun's own body ceiling (413 before the handler when Content-Length is over it). Keep it at
-   * or above the largest route cap: the guard enforces the real caps by counting.
-   * @default max(128 MiB, bodyLimitBytes)
+   * Bun's own body ceiling (413 + close before the handler when Content-Length is over it).
+   * Keep it above the largest route cap: the guard enforces the real caps.
+   * @default the largest configured cap (bodyLimitBytes or a routeBodyLimits entry) + 1 MiB; 128 MiB when some request has no cap
    */
   maxRequestBodySize?: number;
   /**
@@ -29,6 +29,11 @@ function _idleTimeoutSeconds(value: number | undefined): number {
   }
   return value;
 }
+
+// Bun fails a body read past its ceiling before handing over the chunk that passed it; with
+// this much slack (more than one socket read, 512 KiB) the guard counts past its cap first and
+// answers with its own 413 and deny event.
+const BUN_CEILING_SLACK = 1024 * 1024;
 
 // requestIP is a call into Bun's server per request: made only if a keyed gate or the
 // handler reads the peer, and at most once.
@@ -60,12 +65,12 @@ class _PeerInfo {
 export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSeconds?: number; log: Logger }): Listen {
   const idleTimeout = _idleTimeoutSeconds(options.idleTimeoutSeconds);
   return (fetch, { port, hostname, config }) => {
-    const cap = config.bodyLimitBytes !== undefined && Number.isFinite(config.bodyLimitBytes) ? config.bodyLimitBytes : 0;
+    const ceiling = config.bodyLimitCeiling;
     const server = Bun.serve({
       port,
       hostname,
       idleTimeout,
-      maxRequestBodySize: options.maxRequestBodySize ?? Math.max(BUN_DEFAULT_MAX_BODY, cap),
+      maxRequestBodySize: options.maxRequestBodySize ?? (ceiling === undefined ? BUN_DEFAULT_MAX_BODY : ceiling + BUN_CEILING_SLACK),
       fetch(request, srv) {
         // Bun's idle timer would cut a request the guard admitted (RUNTIMES.md): the guard's
         // own deadline bounds it instead. Once the guard has answered, the timer is back:

@@ -1,12 +1,50 @@
-import { dropsConnection, type GuardedHandler, type Listen, type Logger, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import {
+  closesOnUnreadBody,
+  declaredLength,
+  dropsConnection,
+  type GuardedHandler,
+  type Listen,
+  type Logger,
+  type PeerAddress,
+  type ServeHandle,
+  type ServeOptions,
+  serveWith,
+} from "../../core/mod.ts";
 import { _BodyWatch, _DROP } from "./drop.ts";
 import { createDenoHost, type DenoHostOptions } from "./host.ts";
 
 /** Options of the Deno adapter's {@linkcode serve}. */
-export interface DenoServeOptions extends ServeOptions, DenoHostOptions {}
+export interface DenoServeOptions extends ServeOptions, DenoHostOptions {
+  /**
+   * When an answer says `Connection: close` and the request's unread body is over 64 KiB or
+   * of unknown length (a refused upload, a chunked body nobody read), drop the connection
+   * after the answer's text instead of letting Deno read the rest to its end: the client gets
+   * the status and the text, but the chunked body is left unterminated (reading it fails).
+   * `false`: Deno reads every unread body to its end before closing, however long it is.
+   * @default true
+   */
+  dropUnreadBody?: boolean;
+}
+
+// Deno.serve reads a request body the handler left unread to its end before it closes the
+// connection, whatever the response says (Connection: close, a cancelled body: see
+// scripts/probes/unread_body.ts and deno_slow_connections.ts). Its one way to drop a
+// connection is a response body that fails after the head went out (drop.ts). Two answers end
+// that way: one the core marked (`dropConnectionAfter`: a 408 to a trickling body), and a
+// `Connection: close` answer to a request whose unread rest is large or unknown (a refused
+// upload, a chunked body nobody read). The client has the status and the text, but the
+// chunked body never ends.
+function _drops(request: Request, res: Response, drop: boolean): boolean {
+  if (dropsConnection(res)) return true;
+  // A GET or HEAD is never answered for an unread body (its body is not checked on Deno).
+  if (!drop || request.method === "GET" || request.method === "HEAD") return false;
+  if (res.headers.get("connection") !== "close" || (request.bodyUsed && res.status !== 413)) return false;
+  return closesOnUnreadBody(declaredLength(request.headers));
+}
 
 /** The Deno.serve binding: listens with the guarded fetch and exposes the core's Server. */
-export function listenDeno(options: { log: Logger }): Listen {
+export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): Listen {
+  const drop = options.dropUnreadBody !== false;
   return (fetch, { port, hostname }) => {
     const server = Deno.serve({
       port,
@@ -21,10 +59,10 @@ export function listenDeno(options: { log: Logger }): Listen {
             return { address: remote.hostname, port: remote.port, family: remote.hostname.includes(":") ? "IPv6" : "IPv4" };
           },
         });
-        return watch === undefined ? answered : answered.then((res) => (dropsConnection(res) ? watch.ending(res) : res));
+        return watch === undefined ? answered : answered.then((res) => (_drops(request, res, drop) ? watch.ending(res) : res));
       },
       onError(error) {
-        if (error === _DROP) return new Response(null, { status: 500 }); // never sent: the connection is dropped
+        if (error === _DROP) return new Response(null, { status: 500 }); // the head already went out: the connection is dropped
         options.log({ level: "error", msg: "guarded handler failed", error });
         return new Response("Internal Server Error", { status: 500, headers: { "content-type": "text/plain" } });
       },
@@ -58,5 +96,5 @@ export function listenDeno(options: { log: Logger }): Listen {
  */
 export function serve(handler: GuardedHandler, options: DenoServeOptions = {}): Promise<ServeHandle> {
   const host = createDenoHost(options);
-  return serveWith(host, listenDeno({ log: options.log ?? host.log! }), handler, options);
+  return serveWith(host, listenDeno({ log: options.log ?? host.log!, dropUnreadBody: options.dropUnreadBody }), handler, options);
 }

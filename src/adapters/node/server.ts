@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import type { ConnectionSlot, Listen, Logger, Server } from "../../core/mod.ts";
+import { closesOnUnreadBody, type ConnectionSlot, type DeclaredLength, type Listen, type Logger, type Server } from "../../core/mod.ts";
 import { peerOf } from "./peer.ts";
 
 /** Node-only transport settings of {@linkcode listenNode}. */
@@ -25,6 +25,17 @@ const overCap = (retryAfterMs: number) =>
 const SLOT = Symbol("serve-hygiene connection slot");
 type _Gated = Socket & { [SLOT]?: ConnectionSlot | null };
 
+/** Whether the head declares a body (any method: a GET may carry one too). */
+function _declaresBody(req: IncomingMessage): boolean {
+  return req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined;
+}
+
+/** The declared body length as node's parser (which refuses malformed lengths) read it. */
+function _declared(req: IncomingMessage): DeclaredLength {
+  const length = req.headers["content-length"];
+  return length === undefined || req.headers["transfer-encoding"] !== undefined ? { kind: "unknown" } : { kind: "length", bytes: Number(length) };
+}
+
 /** The node:http binding: listens with the guarded fetch and exposes the core's Server. */
 export function listenNode(options: NodeListenOptions): Listen {
   return (fetch, { port, hostname, config, connections }) => {
@@ -36,7 +47,10 @@ export function listenNode(options: NodeListenOptions): Listen {
     // lightweight objects build the real ones only when touched), and keeps request and
     // response bodies streaming with backpressure. Like its serve(), it installs its
     // compatible Request/Response as globals.
-    const translate = getRequestListener((request, env) => fetch(request, { get peer() { return peerOf(env.incoming as IncomingMessage); } }), {
+    const translate = getRequestListener((request, env) => {
+      const incoming = env.incoming as IncomingMessage;
+      return fetch(request, { get peer() { return peerOf(incoming); }, declaresBody: _declaresBody(incoming) });
+    }, {
       errorHandler: (error) => {
         options.log({ level: "error", msg: "guarded handler failed", error });
         return new Response("Internal Server Error", { status: 500, headers: { "content-type": "text/plain" } });
@@ -53,19 +67,26 @@ export function listenNode(options: NodeListenOptions): Listen {
       // A refused connection is being destroyed: whatever node parsed on it never runs.
       if (slot === null) return;
       slot?.requestStarted();
+      let closing = draining;
       // Node forgets a request whose body never finished once its response is done: it
       // would never emit end, error or close, and a handler reading it would wait forever.
       res.once("close", () => {
         slot?.requestEnded();
-        if (!req.complete) req.destroy();
+        if (closing && !req.complete) req.destroy();
       });
       if (draining) res.setHeader("connection", "close");
-      else if (req.method !== "GET" && req.method !== "HEAD") {
-        // A body left unread (a cap passed, a deadline) would have to be read off the socket
-        // before the connection could serve again: close it instead.
+      else if (_declaresBody(req)) {
+        // A body left unread (a cap passed, a handler that ignores it) must be read off the
+        // socket before the connection can serve again. A small declared rest is read and
+        // discarded (keep-alive, bounded by @hono/node-server's drain); a large or unknown one
+        // closes the connection instead, and so does a 408 (RFC 9110 §15.5.9: the client is
+        // too slow for its rest to be awaited).
         const writeHead = res.writeHead;
         res.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse["writeHead"]>) {
-          if (!req.complete) this.setHeader("connection", "close");
+          if (!req.complete && (args[0] === 408 || closesOnUnreadBody(_declared(req)))) {
+            this.setHeader("connection", "close");
+            closing = true;
+          }
           return writeHead.apply(this, args);
         } as ServerResponse["writeHead"];
       }
