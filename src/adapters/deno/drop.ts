@@ -19,11 +19,15 @@ export class _BodyWatch {
 
   /** `request` with its body read through the watch (the same request when it has none). */
   watch(request: Request): Request {
-    if (request.body === null) return request;
-    const source = request.body.getReader();
+    const original = request.body;
+    if (original === null) return request;
+    // The original body is locked only at the first read: left untouched, Deno still sees it
+    // unread and discards a small rest itself (keep-alive) — a locked one it cannot.
+    let source: ReadableStreamDefaultReader<Uint8Array> | undefined;
     let cancelled = false;
     const body = new ReadableStream<Uint8Array>({
       pull: async (controller) => {
+        source ??= original.getReader();
         const read = source.read();
         this.pending = read;
         let next: Awaited<typeof read>;
@@ -41,7 +45,7 @@ export class _BodyWatch {
         // Cancelled under a pending read, Deno would keep that read and swallow the failure
         // meant to drop the connection: the read is let finish (the client's next byte).
         await this.pending?.catch(() => {});
-        await source.cancel(reason);
+        await (source ?? original).cancel(reason);
       },
     }, { highWaterMark: 0 });
     return new Request(request, { body, duplex: "half" } as RequestInit);
