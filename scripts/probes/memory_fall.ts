@@ -25,8 +25,7 @@
 //         ~1–3 s (655 → 40 and 286 → 31); JSC's heapUsed counts 47.5 MB for 64 MB of buffers.
 // So RSS is no clear signal on Node and Deno; live memory (heapUsed + external) is, once a
 // collection has run — which an idle Node process may not do by itself.
-import v8 from "node:v8";
-import vm from "node:vm";
+import { collectGarbage } from "../../test/support/memory.ts";
 
 const mode = (globalThis as { Deno?: { args: string[] } }).Deno?.args ?? process.argv.slice(2);
 const shape = mode[0] ?? "mixed";
@@ -49,19 +48,8 @@ const line = (label: string) => {
   }));
 };
 
-function findGc(): (() => void) | undefined {
-  const bun = (globalThis as { Bun?: { gc(sync: boolean): void } }).Bun;
-  if (bun !== undefined) return () => bun.gc(true);
-  try {
-    v8.setFlagsFromString("--expose-gc");
-    const gc = vm.runInNewContext("gc") as unknown;
-    if (typeof gc === "function") return () => void gc();
-  } catch {
-    // no forced collection here
-  }
-  return undefined;
-}
-const gc = force ? findGc() : undefined;
+// The same forced collection the reliability suite uses (Bun.gc(true); V8: --expose-gc at run time).
+const gc = force && collectGarbage() ? collectGarbage : undefined;
 if (force && gc === undefined) console.log(JSON.stringify({ runtime, note: "no forced GC available" }));
 
 const TOTAL = 256 * 1024 * 1024;
