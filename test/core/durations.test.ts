@@ -17,7 +17,7 @@ import {
   runUntilDrained,
   validateLifecycle,
 } from "../../src/mod.ts";
-import { createShedLogger } from "../../src/prometheus/mod.ts";
+import { createShedLogger } from "../../src/core/shed_log.ts";
 import { timeout } from "../../src/hono/mod.ts";
 import { createFakeServer } from "../support/fake_server.ts";
 
