@@ -3,7 +3,6 @@
 // root, src/mod.ts, names what users get. Re-exports only.
 export * from "./body_limit.ts";
 export { closesOnUnreadBody, type RouteBodyLimit, UNREAD_BODY_KEEP_BYTES } from "./body_caps.ts";
-export * from "./bounded_map.ts";
 export * from "./cleanup_registry.ts";
 export * from "./client_key.ts";
 export * from "./clock.ts";
@@ -31,7 +30,6 @@ export * from "./rate_limiter.ts";
 export * from "./readiness.ts";
 export type { GuardedInfo, RequestContext } from "./request_context.ts";
 export * from "./responses.ts";
-export * from "./ring.ts";
 export * from "./scopes.ts";
 export * from "./serve.ts";
 export * from "./serve_error.ts";
