@@ -16,7 +16,7 @@ import {
   resolveConfig,
   runUntilDrained,
   validateLifecycle,
-} from "../../src/mod.ts";
+} from "../../src/core/mod.ts";
 import { createShedLogger } from "../../src/core/shed_log.ts";
 import { timeout } from "../../src/hono/mod.ts";
 import { createFakeServer } from "../support/fake_server.ts";
