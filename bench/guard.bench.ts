@@ -1,6 +1,6 @@
 // The admission path's cost in process: guard.wrap(handler) with every gate on and none
 // tripping, against the bare handler; and the two deadline strategies side by side.
-import { createSystemClock, type Host } from "../src/mod.ts";
+import { createSystemClock, type Host } from "../src/core/mod.ts";
 import { createGuard } from "../src/core/guard.ts";
 import { measureAsync, report } from "./_harness.ts";
 

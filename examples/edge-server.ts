@@ -2,8 +2,8 @@
 //   npm start  |  deno run -A examples/edge-server.ts  |  bun run examples/edge-server.ts
 // Configured from environment variables (see examples/edge/config.ts and the README); logs
 // JSON lines; on SIGTERM (or Ctrl-C) it drains and logs the outcome, then exits with its code.
-import { createFixedWindowLimiter, exitCodeFor, type ServeHandle, type ServeOptions } from "../src/mod.ts";
-import { createPrometheusExporter, createShedLogger } from "../src/prometheus/mod.ts";
+import { createFixedWindowLimiter, createShedLogger, exitCodeFor, type ServeHandle, type ServeOptions } from "../src/mod.ts";
+import { createPrometheusExporter } from "../src/prometheus/mod.ts";
 import { createAuthLimiter, createEdgeApp, PROBE_PATHS } from "./edge/app.ts";
 import { ConfigError, configErrorFrom, readEdgeConfig } from "./edge/config.ts";
 

@@ -1,12 +1,15 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
 import { repoRoot, runtime } from "./support/runtime.ts";
 
 // Every JSDoc @example in src/ is real code: extract it, point its package imports at the
-// sources, make console.assert throw, and run it on the runtime the suite runs under.
+// sources, make console.assert throw, and run it on the runtime the suite runs under. An
+// example imports what it shows from the package ("serve-hygiene", "serve-hygiene/hono", …),
+// so it fails once that is no longer exported; an example of an internal module imports it
+// by its relative path ("./deadline_wheel.ts").
 
 const SUBPATHS: Record<string, string> = {
   "serve-hygiene": "src/mod.ts",
@@ -65,10 +68,15 @@ describe(`doc examples (${runtime})`, () => {
     test(`doc example: ${example.file}:${example.line}${skip ? ` (skipped on ${runtime}: an example of the ${only} adapter)` : ""}`, { skip }, async () => {
       mkdirSync(dir, { recursive: true });
       const path = join(dir, `example_${n}.mts`); // .mts: ESM whatever the folder says
-      const code = example.code.replace(/from "(serve-hygiene(?:\/[a-z]+)?)"/g, (_m, spec: string) => {
-        assert.ok(SUBPATHS[spec], `unknown import ${spec}`);
-        return `from ${JSON.stringify(pathToFileURL(join(repoRoot, SUBPATHS[spec]!)).href)}`;
-      });
+      const code = example.code
+        .replace(/from "(serve-hygiene(?:\/[a-z]+)?)"/g, (_m, spec: string) => {
+          assert.ok(SUBPATHS[spec], `unknown import ${spec}`);
+          return `from ${JSON.stringify(pathToFileURL(join(repoRoot, SUBPATHS[spec]!)).href)}`;
+        })
+        // An internal module (not exported by the package) shows itself by its own path.
+        .replace(/from "(\.{1,2}\/[^"]+\.ts)"/g, (_m, spec: string) =>
+          `from ${JSON.stringify(pathToFileURL(join(repoRoot, dirname(example.file), spec)).href)}`
+        );
       const prelude =
         "const console = { ...globalThis.console, log() {}, assert(ok: unknown, ...m: unknown[]) { if (!ok) throw new Error('console.assert failed ' + m.join(' ')); } };\n";
       writeFileSync(path, `${prelude}${code}\nexport {};\n`);

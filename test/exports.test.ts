@@ -2,6 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { exportNames, PUBLIC_SURFACE } from "./support/surface.ts";
 
 const root = new URL("../", import.meta.url);
 const read = (name: string) => JSON.parse(readFileSync(new URL(name, root), "utf8"));
@@ -12,9 +13,9 @@ describe("export maps", () => {
   const pkg = read("package.json") as { name: string; type: string; exports: Record<string, NpmExport>; files: string[] };
   const deno = read("deno.json") as { exports: Record<string, string> };
 
-  test("export maps: package.json and deno.json name the same subpaths", () => {
+  test("export maps: package.json and deno.json name the same subpaths, the pinned ones", () => {
     assert.deepEqual(Object.keys(pkg.exports).sort(), Object.keys(deno.exports).sort());
-    for (const key of [".", "./bun", "./deno", "./node"]) assert.ok(key in pkg.exports, key);
+    assert.deepEqual(Object.keys(deno.exports).sort(), Object.keys(PUBLIC_SURFACE).sort());
   });
 
   test("export maps: each npm entry points at the compiled twin of the Deno source, types first", () => {
@@ -39,6 +40,23 @@ describe("export maps", () => {
     for (const [key, source] of Object.entries(deno.exports)) {
       const mod = await import(new URL(source, root).href);
       assert.ok(Object.keys(mod).length > 0, `${key} exports something`);
+    }
+  });
+
+  // The API users get: plumbing (the deadline wheel, keyed gates, config resolution, the
+  // adapters' serve path and listen functions, the Hono context key) stays importable by
+  // path inside the package, never from an export.
+  for (const [key, names] of Object.entries(PUBLIC_SURFACE)) {
+    test(`export maps: ${key} exports exactly its pinned value names`, async () => {
+      const mod = await import(new URL(deno.exports[key]!, root).href);
+      assert.deepEqual(exportNames(mod), names);
+    });
+  }
+
+  test("export maps: no subpath exports a name starting with _ (private by convention)", async () => {
+    for (const [key, source] of Object.entries(deno.exports)) {
+      const mod = await import(new URL(source, root).href);
+      assert.deepEqual(Object.keys(mod).filter((name) => name.startsWith("_")), [], key);
     }
   });
 });

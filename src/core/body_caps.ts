@@ -29,7 +29,7 @@ export const UNREAD_BODY_KEEP_BYTES = 64 * 1024;
  *
  * @example
  * ```ts
- * import { closesOnUnreadBody } from "serve-hygiene";
+ * import { closesOnUnreadBody } from "./body_caps.ts";
  * console.assert(closesOnUnreadBody({ kind: "length", bytes: 100 }) === false);
  * console.assert(closesOnUnreadBody({ kind: "unknown" }) === true);
  * ```

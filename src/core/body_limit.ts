@@ -34,7 +34,7 @@ const DIGITS = /^[0-9]+$/;
  *
  * @example
  * ```ts
- * import { declaredLength } from "serve-hygiene";
+ * import { declaredLength } from "./body_limit.ts";
  * console.assert(declaredLength(new Headers({ "content-length": "abc" })).kind === "malformed");
  * ```
  */
@@ -80,7 +80,8 @@ export interface LimitBodyOptions {
  *
  * @example
  * ```ts
- * import { limitBody, isBodyTooLargeError } from "serve-hygiene";
+ * import { isBodyTooLargeError } from "serve-hygiene";
+ * import { limitBody } from "./body_limit.ts";
  * const body = new Response("0123456789").body!;
  * const limited = limitBody(body, { limit: () => 4 });
  * const err = await new Response(limited).text().catch((e) => e);

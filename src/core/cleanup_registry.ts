@@ -29,7 +29,7 @@ export interface CleanupRegistry {
  *
  * @example Releasing a resource when the client goes away
  * ```ts
- * import { createCleanupRegistry } from "serve-hygiene";
+ * import { createCleanupRegistry } from "./cleanup_registry.ts";
  * const cleanups = createCleanupRegistry();
  * let released = 0;
  * cleanups.add(() => void released++);

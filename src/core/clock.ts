@@ -47,7 +47,7 @@ function _unrefObject(id: unknown): void {
  *
  * @example A timer that never keeps the process alive
  * ```ts
- * import { createSystemClock } from "serve-hygiene";
+ * import { createSystemClock } from "./clock.ts";
  * const clock = createSystemClock();
  * const timer = clock.setTimeout(() => {}, 1000, { unref: true });
  * timer.cancel();

@@ -76,7 +76,7 @@ const WHAT = "resolve config";
  *
  * @example Defaults
  * ```ts
- * import { resolveConfig } from "serve-hygiene";
+ * import { resolveConfig } from "./config.ts";
  * const config = resolveConfig({ concurrencyLimit: 64 });
  * console.assert(config.requestTimeoutMs === 20_000);
  * console.assert(config.bodyLimitBytes === undefined);

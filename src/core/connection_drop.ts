@@ -15,7 +15,7 @@ type _Marked = Response & { [DROP]?: true };
  *
  * @example
  * ```ts
- * import { dropConnectionAfter, dropsConnection } from "serve-hygiene";
+ * import { dropConnectionAfter, dropsConnection } from "./connection_drop.ts";
  * const res = dropConnectionAfter(new Response("Request Timeout", { status: 408 }));
  * console.assert(dropsConnection(res) && res.headers.get("connection") === "close");
  * ```
@@ -31,7 +31,7 @@ export function dropConnectionAfter(response: Response): Response {
  *
  * @example
  * ```ts
- * import { dropsConnection } from "serve-hygiene";
+ * import { dropsConnection } from "./connection_drop.ts";
  * console.assert(!dropsConnection(new Response("ok")));
  * ```
  */

@@ -57,7 +57,7 @@ const RETRY_AFTER_MS = 1000;
  *
  * @example
  * ```ts
- * import { createConnectionGate } from "serve-hygiene";
+ * import { createConnectionGate } from "./connection_gate.ts";
  * const gate = createConnectionGate({ maxConnections: 1 });
  * let closedFirst = false;
  * const first = gate.accept(() => (closedFirst = true))!;

@@ -46,7 +46,8 @@ class _Entry implements TimerHandle {
  *
  * @example
  * ```ts
- * import { createDeadlineWheel, createManualClock } from "serve-hygiene";
+ * import { createManualClock } from "serve-hygiene";
+ * import { createDeadlineWheel } from "./deadline_wheel.ts";
  * const clock = createManualClock();
  * const wheel = createDeadlineWheel({ clock, resolutionMs: 10 });
  * let fired = false;
@@ -114,7 +115,8 @@ export function createDeadlineWheel(options?: DeadlineWheelOptions): Deadlines {
  *
  * @example
  * ```ts
- * import { createTimerDeadlines, createManualClock } from "serve-hygiene";
+ * import { createManualClock } from "serve-hygiene";
+ * import { createTimerDeadlines } from "./deadline_wheel.ts";
  * const clock = createManualClock();
  * const deadlines = createTimerDeadlines(clock);
  * deadlines.schedule(5, () => {}).cancel();
@@ -153,7 +155,8 @@ export function createTimerDeadlines(clock: Clock = systemClock): Deadlines {
  *
  * @example
  * ```ts
- * import { createDeadlines, createManualClock } from "serve-hygiene";
+ * import { createManualClock } from "serve-hygiene";
+ * import { createDeadlines } from "./deadline_wheel.ts";
  * const deadlines = createDeadlines("wheel", createManualClock());
  * console.assert(deadlines.pending === 0);
  * ```

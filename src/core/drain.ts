@@ -2,8 +2,12 @@ import type { Clock } from "./clock.ts";
 import type { Logger } from "./host.ts";
 import type { Server } from "./server.ts";
 import type { ShutdownController, StopInfo } from "./shutdown_controller.ts";
+import type { DrainOutcome } from "./drain_outcome.ts";
 import { ServeError } from "./serve_error.ts";
 import { _durationMs, _options, _show, _given } from "./_validate.ts";
+
+// Re-exported: callers of runUntilDrained name its result from here.
+export type { DrainOutcome } from "./drain_outcome.ts";
 
 /** The request work a drain waits on; the request guard supplies it (a concurrency limit fits). */
 export interface InFlightWork {
@@ -42,22 +46,6 @@ export interface DrainOptions {
   clock?: Clock;
   /** @default controller.log */
   log?: Logger;
-}
-
-/** How serving ended. */
-export interface DrainOutcome {
-  /** `clean`: everything finished in the window (or the server ended on its own). `forced`: the rest was force-closed. */
-  readonly outcome: "clean" | "forced";
-  /** Handlers still running when the window ran out (0 when clean, or when no `work` was given). */
-  readonly stillRunning: number;
-  /** What stopped it ("SIGTERM", "SIGINT", a manual reason); absent when the server ended on its own. */
-  readonly reason?: string;
-  /** `clock.now()` of the stop signal; absent when the server ended on its own. */
-  readonly signalledAt?: number;
-  /** `clock.now()` when the in-flight drain ended (before joins and the flush hook). */
-  readonly drainedAt: number;
-  /** Joined background tasks that had not settled when their share of the window ran out. */
-  readonly joinsPending: number;
 }
 
 interface _Config {

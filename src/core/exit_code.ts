@@ -1,4 +1,4 @@
-import type { DrainOutcome } from "./drain.ts";
+import type { DrainOutcome } from "./drain_outcome.ts";
 import { isServeError } from "./serve_error.ts";
 
 /**

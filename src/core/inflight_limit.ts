@@ -12,7 +12,8 @@ import { _label } from "./_rate.ts";
 
 /**
  * The bounded shed wait DESIGN.md names for the in-flight lane, in milliseconds. Not the
- * default (the default never waits): opt in with `shedWaitMs: DEFAULT_INFLIGHT_SHED_WAIT_MS`.
+ * default (the default never waits); users opt in with `shedWaitMs: 250`. Internal: not exported
+ * by the package.
  */
 export const DEFAULT_INFLIGHT_SHED_WAIT_MS = 250;
 
@@ -30,7 +31,7 @@ export interface InFlightLimiterOptions {
    * How long a request may wait, in milliseconds: a request over its key's cap for one of the
    * key's slots (then 429 `"peer-busy"`), and a request under it for a lane permit (then 503
    * `"busy"`); each wait is bounded by this. 0 never waits: refusals are immediate and every
-   * answer is synchronous. See {@linkcode DEFAULT_INFLIGHT_SHED_WAIT_MS}.
+   * answer is synchronous. DESIGN.md's bounded wait is 250 ms.
    * @default 0
    */
   shedWaitMs?: number;

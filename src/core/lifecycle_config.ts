@@ -41,7 +41,7 @@ function _below(a: string, av: number, b: string, bv: number, hint: string): voi
  *
  * @example A platform with a 10 s grace needs a shorter drain
  * ```ts
- * import { validateLifecycle } from "serve-hygiene";
+ * import { validateLifecycle } from "./lifecycle_config.ts";
  * const ok = validateLifecycle({ requestTimeoutMs: 5_000, drainTimeoutMs: 8_000, platformGraceMs: 10_000 });
  * console.assert(ok.flushMarginMs === 2_000);
  * try {
@@ -85,7 +85,7 @@ export function validateLifecycle(options: LifecycleOptions): ResolvedLifecycle 
  *
  * @example
  * ```ts
- * import { drainForProxy, validateLifecycle } from "serve-hygiene";
+ * import { drainForProxy, validateLifecycle } from "./lifecycle_config.ts";
  * const drainTimeoutMs = drainForProxy(30_000);
  * console.assert(drainTimeoutMs === 35_000);
  * validateLifecycle({ requestTimeoutMs: Infinity, drainTimeoutMs });

@@ -84,7 +84,8 @@ export interface LoadMonitor {
  *
  * @example A stall, then a gradual recovery
  * ```ts
- * import { createLoadMonitor, createManualClock } from "serve-hygiene";
+ * import { createManualClock } from "serve-hygiene";
+ * import { createLoadMonitor } from "./load_monitor.ts";
  * const monitor = createLoadMonitor({ clock: createManualClock() });
  * monitor.start();
  * monitor.record(500); // a 500 ms stall: busy, the share drops to the floor at once

@@ -74,7 +74,8 @@ function _fnOrUndefined<T>(what: string, field: string, value: T): T {
  *
  * @example
  * ```ts
- * import { createManualClock, createMemoryCeiling } from "serve-hygiene";
+ * import { createManualClock } from "serve-hygiene";
+ * import { createMemoryCeiling } from "./memory_ceiling.ts";
  * let rss = 100;
  * let live = 40;
  * const clock = createManualClock();

@@ -1,7 +1,8 @@
-// The runtime-agnostic core. Re-exports only.
+// The runtime-agnostic core, as the subpath modules (adapters, hono, prometheus) see it: they
+// import the core from here only (test/layering.test.ts). Not a public entry: the package
+// root, src/mod.ts, names what users get. Re-exports only.
 export * from "./body_limit.ts";
 export { closesOnUnreadBody, type RouteBodyLimit, UNREAD_BODY_KEEP_BYTES } from "./body_caps.ts";
-export * from "./bounded_map.ts";
 export * from "./cleanup_registry.ts";
 export * from "./client_key.ts";
 export * from "./clock.ts";
@@ -29,12 +30,14 @@ export * from "./rate_limiter.ts";
 export * from "./readiness.ts";
 export type { GuardedInfo, RequestContext } from "./request_context.ts";
 export * from "./responses.ts";
-export * from "./ring.ts";
 export * from "./scopes.ts";
 export * from "./serve.ts";
 export * from "./serve_error.ts";
 export * from "./server.ts";
+export * from "./shed_log.ts";
 export * from "./shutdown_controller.ts";
 export * from "./signals.ts";
 export * from "./size_gauge.ts";
 export * from "./token_bucket.ts";
+// Validation helpers the subpath modules share with the core (same messages everywhere).
+export { _durationMs, _positiveIntOrInfinity, _show } from "./_validate.ts";

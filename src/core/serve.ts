@@ -78,7 +78,8 @@ export type Listen = (
  *
  * @example
  * ```ts
- * import { serveWith, createManualClock, type Host, type Server } from "serve-hygiene";
+ * import { createManualClock, type Host, type Server } from "serve-hygiene";
+ * import { serveWith } from "./serve.ts";
  * const host: Host = { clock: createManualClock(), rss: () => undefined, onShutdownSignal: () => () => {} };
  * const handle = await serveWith(host, (fetch) => ({
  *   address: { hostname: "127.0.0.1", port: 1 },

@@ -1,5 +1,5 @@
 import { _hasCode, HygieneError } from "./errors.ts";
-import type { DrainOutcome } from "./drain.ts";
+import type { DrainOutcome } from "./drain_outcome.ts";
 
 /** What failed: the server while serving (`io`), or the flush hook after the drain (`flush`). */
 export type ServeErrorKind = "io" | "flush";

@@ -20,7 +20,7 @@ export interface SizeGaugeWriter {
  *
  * @example
  * ```ts
- * import { createSizeGauge } from "serve-hygiene";
+ * import { createSizeGauge } from "./size_gauge.ts";
  * const { gauge, set } = createSizeGauge(10);
  * set(3);
  * console.assert(gauge.value === 3 && gauge.capacity === 10);

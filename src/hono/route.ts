@@ -1,5 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import {
+  _durationMs,
+  _positiveIntOrInfinity,
   type ClientKeyFunction,
   type ClientKeyOptions,
   createClientKey,
@@ -12,7 +14,6 @@ import {
   rateLimitedResponse,
 } from "../core/mod.ts";
 import { _requireContext, hygieneContext, peerOf } from "./context.ts";
-import { _durationMs, _positiveIntOrInfinity } from "../core/_validate.ts";
 
 /**
  * Caps this route's request body at `bytes` (a positive integer or `Infinity`; validated

@@ -2,7 +2,7 @@
 // only the metric families. Messages follow the core's form:
 //   Cannot create prometheus exporter as "prefix" must be … : current value is …
 import type { Registry } from "prom-client";
-import { _show } from "../core/_validate.ts";
+import { _show } from "../core/mod.ts";
 
 const WHAT = "create prometheus exporter";
 

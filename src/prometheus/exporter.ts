@@ -1,8 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { EventSink, HygieneEvent } from "../core/events.ts";
-import type { Guard } from "../core/guard.ts";
-import type { SizeGauge } from "../core/size_gauge.ts";
-import { _show } from "../core/_validate.ts";
+import { _show, type EventSink, type Guard, type HygieneEvent, type SizeGauge } from "../core/mod.ts";
 import { _boolean, _buckets, _prefix, _registry, _typeError, _unclaimed } from "./_exporter_options.ts";
 import { _capped } from "./_labels.ts";
 

@@ -1,11 +1,12 @@
 /**
- * Prometheus metrics and rate-limited refusal logs for serve-hygiene. The exporter needs the
- * optional peer dependency prom-client 15; the core never imports it.
+ * Prometheus metrics for serve-hygiene. The exporter needs the optional peer dependency
+ * prom-client 15; the core never imports it. (The rate-limited refusal log,
+ * `createShedLogger`, needs no prom-client: it is in the package root.)
  *
  * @example
  * ```ts
- * import { createGuard, consoleLogger } from "serve-hygiene";
- * import { createPrometheusExporter, createShedLogger } from "serve-hygiene/prometheus";
+ * import { consoleLogger, createGuard, createShedLogger } from "serve-hygiene";
+ * import { createPrometheusExporter } from "serve-hygiene/prometheus";
  * const metrics = createPrometheusExporter();
  * const shedLog = createShedLogger({ log: consoleLogger });
  * const guard = createGuard({ onEvent: (e) => (metrics.onEvent(e), shedLog(e)) });
@@ -17,4 +18,3 @@
  * @module
  */
 export * from "./exporter.ts";
-export * from "./shed_log.ts";

@@ -16,8 +16,8 @@ import {
   resolveConfig,
   runUntilDrained,
   validateLifecycle,
-} from "../../src/mod.ts";
-import { createShedLogger } from "../../src/prometheus/mod.ts";
+} from "../../src/core/mod.ts";
+import { createShedLogger } from "../../src/core/shed_log.ts";
 import { timeout } from "../../src/hono/mod.ts";
 import { createFakeServer } from "../support/fake_server.ts";
 

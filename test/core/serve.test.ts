@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { type Host, isServeError, type ServeInfo, serveWith } from "../../src/mod.ts";
+import { type Host, isServeError, type ServeInfo, serveWith } from "../../src/core/mod.ts";
 import { createFakeHost, type FakeHost } from "../support/fake_host.ts";
 import { createFakeServer, type FakeServer } from "../support/fake_server.ts";
 import { flushMicrotasks } from "../support/flush.ts";

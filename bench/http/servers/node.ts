@@ -3,8 +3,9 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { serve as honoNodeServe } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
-import { createConnectionGate, resolveConfig } from "../../../src/mod.ts";
-import { createNodeHost, listenNode, serve } from "../../../src/adapters/node/mod.ts";
+import { createConnectionGate, resolveConfig } from "../../../src/core/mod.ts";
+import { createNodeHost, serve } from "../../../src/adapters/node/mod.ts";
+import { listenNode } from "../../../src/adapters/node/server.ts";
 import { allGates, announce, args, BODY, burn, counter, helloApp, helloHandler, hygieneApp, peerApp, serveDrain, serveLib, sleep, turn, workHandler } from "./_shared.ts";
 
 const { variant, limit, out } = args(process.argv.slice(2));

@@ -3,4 +3,4 @@
  * @module
  */
 export * from "./host.ts";
-export * from "./serve.ts";
+export { type BunServeOptions, serve } from "./serve.ts";

@@ -3,4 +3,4 @@
  * @module
  */
 export * from "./host.ts";
-export * from "./serve.ts";
+export { type DenoServeOptions, serve } from "./serve.ts";

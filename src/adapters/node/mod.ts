@@ -3,5 +3,4 @@
  * @module
  */
 export * from "./host.ts";
-export * from "./serve.ts";
-export { listenNode, type NodeListenOptions } from "./server.ts";
+export { type NodeServeOptions, serve } from "./serve.ts";

@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createShedLogger } from "../../src/prometheus/shed_log.ts";
+import { createShedLogger } from "../../src/core/shed_log.ts";
 import type { DenyEvent } from "../../src/core/events.ts";
 import type { LogRecord } from "../../src/core/host.ts";
 import { createGuard } from "../../src/core/guard.ts";

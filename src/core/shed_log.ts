@@ -1,8 +1,8 @@
-import type { Clock } from "../core/clock.ts";
-import { systemClock } from "../core/clock.ts";
-import type { DenyEvent, HygieneEvent } from "../core/events.ts";
-import type { Logger, LogRecord } from "../core/host.ts";
-import { _durationMs, _given, _options, _show } from "../core/_validate.ts";
+import type { Clock } from "./clock.ts";
+import { systemClock } from "./clock.ts";
+import type { DenyEvent, HygieneEvent } from "./events.ts";
+import type { Logger, LogRecord } from "./host.ts";
+import { _durationMs, _given, _options, _show } from "./_validate.ts";
 
 /** Options of {@linkcode createShedLogger}. */
 export interface ShedLoggerOptions {
@@ -48,8 +48,7 @@ interface _Kind {
  *
  * @example Ten thousand refusals, two lines
  * ```ts
- * import { createManualClock, type LogRecord } from "serve-hygiene";
- * import { createShedLogger } from "serve-hygiene/prometheus";
+ * import { createManualClock, createShedLogger, type LogRecord } from "serve-hygiene";
  * const lines: LogRecord[] = [];
  * const clock = createManualClock();
  * const sink = createShedLogger({ log: (r) => lines.push(r), intervalMs: 10_000, clock });
