@@ -90,3 +90,11 @@ export function _object<T>(what: string, field: string, value: T): T {
   }
   return value;
 }
+
+/** A function option, or undefined when it was left out. */
+export function _optionalFunction<T>(what: string, field: string, value: T | undefined): T | undefined {
+  if (value !== undefined && typeof value !== "function") {
+    throw new TypeError(`Cannot ${what} as "${field}" must be a function: current value is ${_show(value)}`);
+  }
+  return value;
+}

@@ -1,5 +1,6 @@
 // The answers the gates give. Bodies are short and generic on purpose: they never say which
 // limit tripped or whether a credential was valid (the deny event says that, to operators).
+import type { Logger } from "./host.ts";
 
 const TEXTS: Readonly<Record<number, string>> = {
   400: "Bad Request",
@@ -42,4 +43,21 @@ export function denyResponse(status: number, options: DenyResponseOptions = {}):
   if (options.retryAfterMs !== undefined) headers.set("retry-after", String(retryAfterSeconds(options.retryAfterMs)));
   if (options.close) headers.set("connection", "close");
   return new Response(TEXTS[status] ?? "Error", { status, headers });
+}
+
+/**
+ * The answer of an adapter whose guarded fetch failed (the guard answers a handler's failure
+ * itself; this is the last resort under it): `error` logged once as "guarded handler failed",
+ * then the guard's own generic 500.
+ *
+ * @example
+ * ```ts
+ * import { fallbackResponse } from "serve-hygiene";
+ * const res = fallbackResponse(new Error("boom"), () => {});
+ * console.assert(res.status === 500 && (await res.text()) === "Internal Server Error");
+ * ```
+ */
+export function fallbackResponse(error: unknown, log: Logger): Response {
+  log({ level: "error", msg: "guarded handler failed", error });
+  return denyResponse(500);
 }

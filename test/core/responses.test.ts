@@ -1,6 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { denyResponse, retryAfterSeconds } from "../../src/core/responses.ts";
+import { denyResponse, fallbackResponse, retryAfterSeconds } from "../../src/core/responses.ts";
+import type { LogRecord } from "../../src/core/host.ts";
 
 describe("responses", () => {
   test("responses: Retry-After is whole seconds, rounded up, at least 1", () => {
@@ -25,5 +26,16 @@ describe("responses", () => {
     assert.equal(draining.headers.get("retry-after"), "3");
     assert.equal(draining.headers.get("connection"), "close");
     assert.equal(draining.headers.get("x-extra"), "1");
+  });
+
+  test("responses: a failed guarded fetch is logged once and answered with the guard's own generic 500", async () => {
+    const logs: LogRecord[] = [];
+    const error = new Error("secret detail");
+    const res = fallbackResponse(error, (record) => logs.push(record));
+    assert.deepEqual(logs, [{ level: "error", msg: "guarded handler failed", error }]);
+    const guards = denyResponse(500);
+    assert.equal(res.status, 500);
+    assert.deepEqual([...res.headers], [...guards.headers]);
+    assert.equal(await res.text(), await guards.text());
   });
 });

@@ -1,8 +1,11 @@
-import type { Host } from "../../core/mod.ts";
-import { createProcessHost, type ProcessHostOptions } from "../node/process_host.ts";
+import process from "node:process";
+import { createHost, type Host, type Logger } from "../../core/mod.ts";
 
 /** Options of {@linkcode createBunHost}. */
-export type BunHostOptions = ProcessHostOptions;
+export interface BunHostOptions {
+  /** Where install failures are logged. @default consoleLogger */
+  log?: Logger;
+}
 
 /**
  * The Host for Bun: RSS from `process.memoryUsage.rss()` (~10 µs a read, so it is read on
@@ -18,9 +21,14 @@ export type BunHostOptions = ProcessHostOptions;
  * console.assert((host.rss() ?? 0) > 0);
  * ```
  */
-export function createBunHost(options?: BunHostOptions): Host {
+export function createBunHost(options: BunHostOptions = {}): Host {
   const bun = (globalThis as { Bun?: { gc(force: boolean): void } }).Bun;
-  return createProcessHost(options, {
+  return createHost({
+    log: options.log,
+    rss: () => process.memoryUsage.rss(),
     collectGarbage: bun === undefined ? undefined : () => bun.gc(true),
+    signals: { add: (signal, handler) => process.on(signal, handler), remove: (signal, handler) => process.off(signal, handler) },
+    exit: (code) => process.exit(code),
+    setExitCode: (code) => void (process.exitCode = code),
   });
 }

@@ -1,4 +1,4 @@
-import { type GuardedHandler, type Listen, type Logger, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { fallbackResponse, type GuardedHandler, type Listen, type Logger, peerAddress, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
 import { createBunHost, type BunHostOptions } from "./host.ts";
 
 /** Options of the Bun adapter's {@linkcode serve}. */
@@ -55,7 +55,7 @@ class _PeerInfo {
     if (this.#srv !== undefined) {
       const ip = this.#srv.requestIP(this.#request);
       this.#srv = undefined;
-      this.#peer = ip === null ? undefined : { address: ip.address, port: ip.port, family: ip.family === "IPv6" ? "IPv6" : "IPv4" };
+      this.#peer = ip === null ? undefined : peerAddress(ip.address, ip.port, ip.family);
     }
     return this.#peer;
   }
@@ -89,8 +89,7 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
         return answered;
       },
       error(error) {
-        options.log({ level: "error", msg: "guarded handler failed", error });
-        return new Response("Internal Server Error", { status: 500, headers: { "content-type": "text/plain" } });
+        return fallbackResponse(error, options.log);
       },
     });
     return {
@@ -103,7 +102,7 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
       closed: new Promise<void>(() => {}),
       peerAddress(request) {
         const ip = server.requestIP(request);
-        return ip === null ? undefined : { address: ip.address, port: ip.port };
+        return ip === null ? undefined : peerAddress(ip.address, ip.port, ip.family);
       },
     };
   };

@@ -1,4 +1,4 @@
-import { consoleLogger, createSystemClock, type Host, installShutdownSignals, type Logger } from "../../core/mod.ts";
+import { createHost, type Host, type Logger } from "../../core/mod.ts";
 
 /** Options of {@linkcode createDenoHost}. */
 export interface DenoHostOptions {
@@ -22,27 +22,21 @@ export interface DenoHostOptions {
  * ```
  */
 export function createDenoHost(options: DenoHostOptions = {}): Host {
-  const log = options.log ?? consoleLogger;
   const gc = (globalThis as { gc?: unknown }).gc;
-  return {
-    clock: createSystemClock({ unref: (id) => Deno.unrefTimer(id as number) }),
-    log,
+  return createHost({
+    log: options.log,
     rss: () => Deno.memoryUsage().rss,
     liveBytes: () => {
       const m = Deno.memoryUsage();
       return m.heapUsed + m.external;
     },
-    ...(typeof gc === "function" ? { collectGarbage: () => void gc() } : {}),
+    collectGarbage: typeof gc === "function" ? () => void gc() : undefined,
+    signals: {
+      add: (signal, handler) => Deno.addSignalListener(signal, handler),
+      remove: (signal, handler) => Deno.removeSignalListener(signal, handler),
+    },
     exit: (code) => Deno.exit(code),
     setExitCode: (code) => void (Deno.exitCode = code),
-    onShutdownSignal: (listener) =>
-      installShutdownSignals(
-        {
-          add: (signal, handler) => Deno.addSignalListener(signal, handler),
-          remove: (signal, handler) => Deno.removeSignalListener(signal, handler),
-        },
-        listener,
-        log,
-      ),
-  };
+    unref: (id) => Deno.unrefTimer(id as number),
+  });
 }

@@ -2,9 +2,11 @@ import {
   closesOnUnreadBody,
   declaredLength,
   dropsConnection,
+  fallbackResponse,
   type GuardedHandler,
   type Listen,
   type Logger,
+  peerAddress,
   type PeerAddress,
   type ServeHandle,
   type ServeOptions,
@@ -56,15 +58,14 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): 
         const answered = fetch(watch?.watch(request) ?? request, {
           get peer(): PeerAddress {
             const remote = info.remoteAddr;
-            return { address: remote.hostname, port: remote.port, family: remote.hostname.includes(":") ? "IPv6" : "IPv4" };
+            return peerAddress(remote.hostname, remote.port);
           },
         });
         return watch === undefined ? answered : answered.then((res) => (_drops(request, res, drop) ? watch.ending(res) : res));
       },
       onError(error) {
         if (error === _DROP) return new Response(null, { status: 500 }); // the head already went out: the connection is dropped
-        options.log({ level: "error", msg: "guarded handler failed", error });
-        return new Response("Internal Server Error", { status: 500, headers: { "content-type": "text/plain" } });
+        return fallbackResponse(error, options.log);
       },
     });
     const addr = server.addr;

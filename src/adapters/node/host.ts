@@ -1,8 +1,11 @@
-import type { Host } from "../../core/mod.ts";
-import { createProcessHost, type ProcessHostOptions } from "./process_host.ts";
+import process from "node:process";
+import { createHost, type Host, type Logger } from "../../core/mod.ts";
 
 /** Options of {@linkcode createNodeHost}. */
-export type NodeHostOptions = ProcessHostOptions;
+export interface NodeHostOptions {
+  /** Where install failures are logged. @default consoleLogger */
+  log?: Logger;
+}
 
 /**
  * The Host for Node: RSS from `process.memoryUsage.rss()`, live memory as heap used +
@@ -17,6 +20,18 @@ export type NodeHostOptions = ProcessHostOptions;
  * uninstall();
  * ```
  */
-export function createNodeHost(options?: NodeHostOptions): Host {
-  return createProcessHost(options);
+export function createNodeHost(options: NodeHostOptions = {}): Host {
+  const gc = (globalThis as { gc?: unknown }).gc;
+  return createHost({
+    log: options.log,
+    rss: () => process.memoryUsage.rss(),
+    liveBytes: () => {
+      const m = process.memoryUsage();
+      return m.heapUsed + m.external;
+    },
+    collectGarbage: typeof gc === "function" ? () => void gc() : undefined,
+    signals: { add: (signal, handler) => process.on(signal, handler), remove: (signal, handler) => process.off(signal, handler) },
+    exit: (code) => process.exit(code),
+    setExitCode: (code) => void (process.exitCode = code),
+  });
 }

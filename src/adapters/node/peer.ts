@@ -1,9 +1,9 @@
 import type { IncomingMessage } from "node:http";
-import type { PeerAddress } from "../../core/mod.ts";
+import { peerAddress, type PeerAddress } from "../../core/mod.ts";
 
 /** The transport peer of a node request. */
 export function peerOf(req: IncomingMessage): PeerAddress | undefined {
   const s = req.socket;
   if (s.remoteAddress === undefined) return undefined;
-  return { address: s.remoteAddress, port: s.remotePort, family: s.remoteFamily === "IPv6" ? "IPv6" : "IPv4" };
+  return peerAddress(s.remoteAddress, s.remotePort, s.remoteFamily);
 }

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import { closesOnUnreadBody, type ConnectionSlot, type DeclaredLength, type Listen, type Logger, type Server } from "../../core/mod.ts";
+import { closesOnUnreadBody, type ConnectionSlot, type DeclaredLength, fallbackResponse, type Listen, type Logger, type Server } from "../../core/mod.ts";
 import { peerOf } from "./peer.ts";
 
 /** Node-only transport settings of {@linkcode listenNode}. */
@@ -51,10 +51,7 @@ export function listenNode(options: NodeListenOptions): Listen {
       const incoming = env.incoming as IncomingMessage;
       return fetch(request, { get peer() { return peerOf(incoming); }, declaresBody: _declaresBody(incoming) });
     }, {
-      errorHandler: (error) => {
-        options.log({ level: "error", msg: "guarded handler failed", error });
-        return new Response("Internal Server Error", { status: 500, headers: { "content-type": "text/plain" } });
-      },
+      errorHandler: (error) => fallbackResponse(error, options.log),
     });
     const http: HttpServer = createServer({
       requestTimeout,

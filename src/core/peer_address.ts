@@ -1,0 +1,31 @@
+import type { PeerAddress } from "./server.ts";
+
+/**
+ * One request's transport peer as the core reads it, from what a runtime reports: Node's
+ * socket (`remoteAddress`, `remotePort`, `remoteFamily`), Bun's `requestIP` (`address`,
+ * `port`, `family`), Deno's `remoteAddr` (`hostname`, `port`, no family). The family is the
+ * runtime's where it says IPv4 or IPv6 (`"IPv4"`/`4`, `"IPv6"`/`6`), else derived from the
+ * address: IPv6 text has a colon. An IPv4-mapped peer (`::ffff:a.b.c.d`) is left as the
+ * transport wrote it; client keys unmap it.
+ *
+ * @example Each runtime's report, one mapping
+ * ```ts
+ * import { peerAddress } from "serve-hygiene";
+ * console.assert(peerAddress("127.0.0.1", 50123, "IPv4").family === "IPv4");
+ * console.assert(peerAddress("::ffff:127.0.0.1", 50123, "IPv6").address === "::ffff:127.0.0.1");
+ * console.assert(peerAddress("2001:db8::1", 443).family === "IPv6"); // no family given: derived
+ * ```
+ */
+export function peerAddress(address: string, port?: number, family?: string | number): PeerAddress {
+  return {
+    address,
+    port,
+    family: family === "IPv6" || family === 6
+      ? "IPv6"
+      : family === "IPv4" || family === 4
+      ? "IPv4"
+      : address.includes(":")
+      ? "IPv6"
+      : "IPv4",
+  };
+}
