@@ -92,7 +92,7 @@ export type {
 } from "./core/mod.ts";
 
 // Events, logs and the Host a runtime supplies.
-export { consoleLogger, createShedLogger } from "./core/mod.ts";
+export { consoleLogger, createHost, createShedLogger } from "./core/mod.ts";
 export type {
   Clock,
   DenyEvent,
@@ -100,6 +100,7 @@ export type {
   EventSink,
   FaultEvent,
   Host,
+  HostOptions,
   HygieneEvent,
   Logger,
   LogRecord,
@@ -108,6 +109,7 @@ export type {
   ShedLogger,
   ShedLoggerOptions,
   ShutdownSignal,
+  SignalApi,
   TimerHandle,
   TimerOptions,
 } from "./core/mod.ts";

@@ -10,7 +10,7 @@ import type { PeerAddress } from "./server.ts";
  *
  * @example Each runtime's report, one mapping
  * ```ts
- * import { peerAddress } from "serve-hygiene";
+ * import { peerAddress } from "./peer_address.ts";
  * console.assert(peerAddress("127.0.0.1", 50123, "IPv4").family === "IPv4");
  * console.assert(peerAddress("::ffff:127.0.0.1", 50123, "IPv6").address === "::ffff:127.0.0.1");
  * console.assert(peerAddress("2001:db8::1", 443).family === "IPv6"); // no family given: derived

@@ -52,7 +52,7 @@ export function denyResponse(status: number, options: DenyResponseOptions = {}):
  *
  * @example
  * ```ts
- * import { fallbackResponse } from "serve-hygiene";
+ * import { fallbackResponse } from "./responses.ts";
  * const res = fallbackResponse(new Error("boom"), () => {});
  * console.assert(res.status === 500 && (await res.text()) === "Internal Server Error");
  * ```

@@ -6,9 +6,9 @@ import { createConnectionGate, denyResponse, type Listen, type LogRecord, resolv
 import { runtime } from "../support/runtime.ts";
 
 async function listenHere(log: (record: LogRecord) => void): Promise<Listen> {
-  if (runtime === "deno") return (await import("../../src/adapters/deno/mod.ts")).listenDeno({ log });
-  if (runtime === "bun") return (await import("../../src/adapters/bun/mod.ts")).listenBun({ log });
-  return (await import("../../src/adapters/node/mod.ts")).listenNode({ log });
+  if (runtime === "deno") return (await import("../../src/adapters/deno/serve.ts")).listenDeno({ log });
+  if (runtime === "bun") return (await import("../../src/adapters/bun/serve.ts")).listenBun({ log });
+  return (await import("../../src/adapters/node/server.ts")).listenNode({ log });
 }
 
 describe(`adapter fallback (${runtime})`, () => {

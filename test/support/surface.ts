@@ -16,6 +16,7 @@ export const PUBLIC_SURFACE: Readonly<Record<string, readonly string[]>> = {
     "createFixedWindowLimiter",
     "createGuard",
     "createHealth",
+    "createHost",
     "createInFlightLimiter",
     "createManualClock",
     "createScopedLimiter",
