@@ -56,19 +56,21 @@ export const helloHandler = (): Response => new Response(BODY, { headers: { "con
  * One definition for every runtime: `refuse` and `handler` take the runtime's own arguments
  * (a Request on Bun and Deno, req/res on node:http).
  */
-export function inFlightCap<A extends unknown[], R>(cap: number, handler: (...a: A) => R | Promise<R>, refuse: (...a: A) => R): (...a: A) => R | Promise<R> {
+export function inFlightCap<X, Y, R>(cap: number, handler: (x: X, y: Y) => R | Promise<R>, refuse: (x: X, y: Y) => R): (x: X, y: Y) => R | Promise<R> {
   let inFlight = 0;
-  const run = async (a: A): Promise<R> => {
+  const run = async (x: X, y: Y): Promise<R> => {
     try {
-      return await handler(...a);
+      return await handler(x, y);
     } finally {
       inFlight--;
     }
   };
-  return (...a: A) => {
-    if (inFlight >= cap) return refuse(...a);
+  // Two declared parameters, not a rest parameter: Deno.serve passes no Request at all to a
+  // handler whose length is 0.
+  return (x: X, y: Y) => {
+    if (inFlight >= cap) return refuse(x, y);
     inFlight++;
-    return run(a);
+    return run(x, y);
   };
 }
 
