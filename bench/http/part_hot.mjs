@@ -123,22 +123,22 @@ function targets(rts, by, baseline) {
   const pair = (rt, id, key) => {
     const after = by(rt, id)?.[key];
     const before = baseline ? by(rt, `${id}-before`)?.[key] : undefined;
-    return { after, text: `${fmt.share(after)}${baseline ? ` (before ${fmt.share(before)})` : ""}` };
+    return { after, text: `${fmt.share(after)}×${baseline ? ` (before ${fmt.share(before)}×)` : ""}` };
   };
   for (const rt of rts) {
     const refKey = TARGET_REF[rt] === "c" ? "cpuXHono" : "cpuX";
     const refName = TARGET_REF[rt] === "c" ? "bare Hono on @hono/node-server" : "the raw server";
     const b = pair(rt, "b", refKey);
-    lines.push(`- ${rt}: serve(), every gate on: CPU/req ${b.text}× ${refName} (target ≤ 1.10) — ${verdict(b.after <= 1.1)}.`);
+    lines.push(`- ${rt}: serve(), every gate on: CPU/req ${b.text} ${refName} (target ≤ 1.10) — ${verdict(b.after <= 1.1)}.`);
     const d2 = pair(rt, "d2", "cpuXHono");
-    lines.push(`- ${rt}: Hono served by serve(): ${d2.text}× bare Hono (no separate target; shown as in the issue's table).`);
+    lines.push(`- ${rt}: Hono served by serve(): CPU/req ${d2.text} bare Hono (no separate target; shown as in the issue's table).`);
     if (rt === "node") {
       const f = by(rt, "f"), bb = by(rt, "b");
       lines.push(`- node: serve() below Fastify + @fastify/rate-limit + @fastify/under-pressure: ${fmt.us(bb?.cpuUsPerReq)} vs ${fmt.us(f?.cpuUsPerReq)} µs/req` +
         `${baseline ? ` (before ${fmt.us(by(rt, "b-before")?.cpuUsPerReq)})` : ""} — ${verdict(bb?.cpuUsPerReq < f?.cpuUsPerReq)}.`);
     }
     const d = pair(rt, "d", "cpuXHono");
-    lines.push(`- ${rt}: hygiene() middleware: CPU/req ${d.text}× bare Hono (target ≤ 1.20) — ${verdict(d.after <= 1.2)}.`);
+    lines.push(`- ${rt}: hygiene() middleware: CPU/req ${d.text} bare Hono (target ≤ 1.20) — ${verdict(d.after <= 1.2)}.`);
     const libs = ["b", "d2", "d"].map((id) => by(rt, id)).filter(Boolean);
     const refused = libs.reduce((n, c) => n + c.non2xx + c.errors, 0);
     const before = baseline ? ["b", "d2", "d"].map((id) => by(rt, `${id}-before`)).filter(Boolean).reduce((n, c) => n + c.non2xx + c.errors, 0) : undefined;
@@ -151,13 +151,12 @@ function targets(rts, by, baseline) {
 function beforeAfter(rts, cases, by) {
   const out = ["## Before / after (same rounds)", ""];
   for (const rt of rts) {
-    const refKey = TARGET_REF[rt] === "c" ? "cpuXHono" : "cpuX";
     out.push(`### ${rt}`, "", table(
-      ["subject", "CPU µs/req before", "after", "after ÷ before (in rounds)", `÷ ${TARGET_REF[rt] === "c" ? "(c)" : "(a)"} before`, "after", "÷ (c) before", "after", "non-2xx before", "after"],
+      ["subject", "CPU µs/req before", "after", "after ÷ before (in rounds)", "÷ (a) raw before", "after", "÷ (c) bare Hono before", "after", "non-2xx before", "after"],
       cases.filter((c) => c.rt === rt && c.lib && !c.before).map((c) => {
         const p = by(rt, `${c.id}-before`);
         return [c.label.replace(/ — after$/, ""), fmt.us(p?.cpuUsPerReq), fmt.us(c.cpuUsPerReq), fmt.share(ratioInRounds(c, p)),
-          fmt.share(p?.[refKey]), fmt.share(c[refKey]), fmt.share(p?.cpuXHono), fmt.share(c.cpuXHono), fmt.int(p?.non2xx), fmt.int(c.non2xx)];
+          fmt.share(p?.cpuX), fmt.share(c.cpuX), fmt.share(p?.cpuXHono), fmt.share(c.cpuXHono), fmt.int(p?.non2xx), fmt.int(c.non2xx)];
       }),
     ), "");
   }

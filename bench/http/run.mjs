@@ -12,8 +12,9 @@
 // only; every run is bounded in time; each figure is the median of --runs runs, and the
 // cases compared are interleaved run by run. Writes bench/results/<part>.{md,json[,svg]}.
 import { mkdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { baselineTree, busyOthers, compileForNode, describeCurrent, detectLoadGenerator, environment, quiet, root } from "./_lib.mjs";
+import { baselineTree, busyOthers, compileForNode, describeCurrent, detectLoadGenerator, endChildren, environment, quiet, root } from "./_lib.mjs";
 import { hotPath } from "./part_hot.mjs";
 import { overload } from "./part_overload.mjs";
 import { drain } from "./part_drain.mjs";
@@ -45,7 +46,8 @@ const opts = {
 };
 if (opts.runs < 1) throw new Error("--runs must be at least 1");
 
-const results = join(root, "bench", "results");
+// --quick figures are not results: they go to a temporary directory, never over bench/results.
+const results = quick ? join(tmpdir(), "serve-hygiene-bench-quick") : join(root, "bench", "results");
 mkdirSync(results, { recursive: true });
 const needsHttp = parts.some((p) => ["hot", "overload", "drain", "refusal"].includes(p));
 const gen = needsHttp ? detectLoadGenerator() : undefined;
@@ -57,7 +59,12 @@ const baseline = baselineRef === undefined ? undefined : baselineTree(baselineRe
 // The temporary tree goes however the run ends (the servers are ended by the parts, by PID).
 const removeBaseline = () => baseline?.remove();
 process.once("exit", removeBaseline);
-for (const sig of ["SIGINT", "SIGTERM"]) process.once(sig, () => process.exit(130));
+for (const sig of ["SIGINT", "SIGTERM"]) {
+  process.once(sig, () => {
+    endChildren();
+    process.exit(130);
+  });
+}
 const started = Date.now();
 try {
   for (const part of parts) {
@@ -68,7 +75,7 @@ try {
     const out = await PARTS[part]({ ...opts, gen, env, baseline });
     for (const [name, text] of Object.entries(out.files)) writeFileSync(join(results, name), text);
     console.log(out.summary);
-    console.log(`(${part}: ${((Date.now() - t0) / 1000).toFixed(0)} s; wrote ${Object.keys(out.files).map((f) => `bench/results/${f}`).join(", ")})`);
+    console.log(`(${part}: ${((Date.now() - t0) / 1000).toFixed(0)} s; wrote ${Object.keys(out.files).map((f) => join(results, f)).join(", ")})`);
   }
 } finally {
   removeBaseline();
