@@ -2,7 +2,8 @@
 // autocannon), CPU time from /proc, medians. Every child is one this runner started; it is
 // ended by its PID, and every wait is bounded.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, unlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -15,6 +16,22 @@ export const SERVER_CORE = "1";
 export const LOAD_CORE = "0";
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Servers and load generators running now (all started here): ended by PID if the runner is stopped. */
+const live = new Set();
+function track(child) {
+  live.add(child);
+  child.once("exit", () => live.delete(child));
+  return child;
+}
+/** Ends every child still running (by its PID); run.mjs calls it when it is interrupted. */
+export function endChildren() {
+  for (const child of live) {
+    try {
+      process.kill(child.pid, "SIGKILL");
+    } catch { /* already gone */ }
+  }
+}
+
 export function median(values) {
   const s = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
   if (s.length === 0) return NaN;
@@ -22,30 +39,41 @@ export function median(values) {
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
-/** How each runtime starts a server file. */
+/** The tree the servers and the library come from: this checkout (or a baseline, see {@link baselineTree}). */
+export const currentTree = { name: "current", root, built };
+
+/** How each runtime starts a server file of `tree`. */
 export const runtimes = {
-  node: (file, args) => [process.execPath, [join(built, "bench", "http", "servers", `${file}.js`), ...args]],
+  node: (file, args, tree = currentTree) => [process.execPath, [join(tree.built, "bench", "http", "servers", `${file}.js`), ...args]],
   deno: (file, args) => [bin("deno"), ["run", "-A", join("bench", "http", "servers", `${file}.ts`), ...args]],
   bun: (file, args) => [bin("bun"), ["run", join("bench", "http", "servers", `${file}.ts`), ...args]],
 };
 
-/** Compiles src/ and bench/ for Node with tsc (scripts/bench.mjs does the same). */
-export function compileForNode() {
-  const r = spawnSync(bin("tsc"), ["-p", "tsconfig.bench.json"], { cwd: root, stdio: "inherit", timeout: 5 * 60_000 });
-  if (r.status !== 0) throw new Error("tsc -p tsconfig.bench.json failed");
+/**
+ * Compiles src/ and bench/ of `tree` for Node with tsc (scripts/bench.mjs does the same). A
+ * type error elsewhere (an in-process bench left behind by a refactor) does not stop the HTTP
+ * suite: tsc still emits, so it goes on when the servers were freshly emitted, and says so.
+ */
+export function compileForNode(tree = currentTree, config = "tsconfig.bench.json") {
+  const t0 = Date.now();
+  const r = spawnSync(bin("tsc"), ["-p", config, "--outDir", tree.built], { cwd: tree.root, encoding: "utf8", timeout: 5 * 60_000 });
+  const server = join(tree.built, "bench", "http", "servers", "node.js");
+  const fresh = existsSync(server) && statSync(server).mtimeMs >= t0 - 1000;
+  if (!fresh) throw new Error(`tsc -p ${config} emitted no servers in ${tree.root}:\n${r.stdout}${r.stderr}`);
+  if (r.status !== 0) console.log(`tsc -p ${config} in ${tree.root} reported type errors; the servers were emitted all the same, so the run goes on:\n${r.stdout.split("\n").slice(0, 8).join("\n")}`);
 }
 
 /**
  * Starts a server pinned to SERVER_CORE and resolves once it prints `{"listening":port}`.
  * `taskset` execs the runtime, so the child's PID is the server's own (for /proc).
  */
-export function startServer(runtime, file, args = [], { env = {} } = {}) {
-  const [exe, argv] = runtimes[runtime](file, args);
-  const child = spawn("taskset", ["-c", SERVER_CORE, exe, ...argv], {
-    cwd: root,
+export function startServer(runtime, file, args = [], { env = {}, tree = currentTree } = {}) {
+  const [exe, argv] = runtimes[runtime](file, args, tree);
+  const child = track(spawn("taskset", ["-c", SERVER_CORE, exe, ...argv], {
+    cwd: tree.root,
     env: { ...process.env, NO_COLOR: "1", ...env },
     stdio: ["ignore", "pipe", "pipe"],
-  });
+  }));
   const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal, at: performance.now() })));
   let log = "";
   return new Promise((resolve, reject) => {
@@ -80,6 +108,57 @@ export async function stopServer(server) {
     } catch { /* already gone */ }
   }
   await Promise.race([server.exited, sleep(5_000)]);
+}
+
+/**
+ * `--baseline <ref>`: the library as it was at `ref`, exported with `git archive` into a
+ * temporary directory (no worktree is registered in the repository), with node_modules a
+ * symlink to this checkout's. The servers are this checkout's (bench/http/servers copied over
+ * the baseline's), so both trees serve the same subjects and only the library differs; the
+ * servers may therefore use only API both trees have. Node's build goes to
+ * `<tmp>/.bench-build` (node_modules/.cache is shared through the symlink). Call `remove()`
+ * when done (run.mjs does, on exit and on Ctrl-C).
+ */
+export function baselineTree(ref) {
+  const git = (...a) => spawnSync("git", a, { cwd: root, encoding: "utf8", timeout: 60_000 });
+  const rev = git("rev-parse", "--verify", "--quiet", `${ref}^{commit}`);
+  if (rev.status !== 0) throw new Error(`--baseline ${ref}: not a commit in this repository`);
+  const commit = rev.stdout.trim();
+  const dir = mkdtempSync(join(tmpdir(), "serve-hygiene-baseline-"));
+  const tree = {
+    name: "before",
+    ref,
+    commit,
+    root: dir,
+    built: join(dir, ".bench-build"),
+    remove() {
+      if (!existsSync(dir)) return;
+      try {
+        unlinkSync(join(dir, "node_modules")); // the link, never what it points to
+      } catch { /* not made yet */ }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  try {
+    const tar = spawnSync("sh", ["-c", `git archive --format=tar ${commit} | tar -x -C "${dir}"`], { cwd: root, stdio: "inherit", timeout: 5 * 60_000 });
+    if (tar.status !== 0) throw new Error(`git archive ${commit} failed`);
+    symlinkSync(join(root, "node_modules"), join(dir, "node_modules"), "dir");
+    const servers = join("bench", "http", "servers");
+    rmSync(join(dir, servers), { recursive: true, force: true });
+    cpSync(join(root, servers), join(dir, servers), { recursive: true });
+    compileForNode(tree, existsSync(join(dir, "tsconfig.bench.json")) ? "tsconfig.bench.json" : join(root, "tsconfig.bench.json"));
+    console.log(`baseline: ${ref} = ${commit.slice(0, 10)}, exported to ${dir}; its serve-hygiene subjects run next to this checkout's in every round`);
+    return tree;
+  } catch (error) {
+    tree.remove();
+    throw error;
+  }
+}
+
+/** A short description of the checkout being measured: its commit, and whether it has uncommitted changes. */
+export function describeCurrent() {
+  const git = (...a) => spawnSync("git", a, { cwd: root, encoding: "utf8" }).stdout.trim();
+  return `${git("rev-parse", "--short=10", "HEAD")}${git("status", "--porcelain", "--untracked-files=no") ? " + uncommitted changes" : ""}`;
 }
 
 const TICK = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
@@ -135,7 +214,7 @@ export function load(gen, { port, path = "/", connections, seconds, timeoutS = 1
     ? [gen.path, ["-t1", `-c${connections}`, `-d${seconds}s`, `--timeout`, `${timeoutS}s`, "-s", join(here, latency2xx ? "latency.lua" : "summary.lua"), url]]
     : [process.execPath, [join(here, "_autocannon.mjs"), JSON.stringify({ url, connections, seconds, timeoutS, latency2xx })]];
   return new Promise((resolve, reject) => {
-    const child = spawn("taskset", ["-c", LOAD_CORE, exe, ...argv], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+    const child = track(spawn("taskset", ["-c", LOAD_CORE, exe, ...argv], { cwd: root, stdio: ["ignore", "pipe", "pipe"] }));
     let out = "";
     child.stdout.on("data", (c) => (out += c));
     child.stderr.on("data", (c) => (out += c));
@@ -260,6 +339,9 @@ export async function waitQuiet(maxMs = 60_000, threshold = 0.1) {
   }
 }
 
+/** `--quick` checks the harness, not the figures: it neither waits for quiet nor repeats a disturbed run. */
+export const quiet = { wait: true };
+
 /**
  * Runs one measurement once other processes are quiet (waiting a minute at most); when they
  * used more than 10% of a core meanwhile all the same, repeats it (twice at most), and says so. Resolves with the
@@ -267,11 +349,11 @@ export async function waitQuiet(maxMs = 60_000, threshold = 0.1) {
  */
 export async function undisturbed(seconds, measure, label = "") {
   for (let attempt = 1; ; attempt++) {
-    await waitQuiet(60_000);
+    if (quiet.wait) await waitQuiet(60_000);
     const a = othersTicks();
     const result = await measure();
     const noise = othersShare(a, othersTicks(), seconds);
-    if (noise < 0.1 || attempt >= 3) return { result, noise };
+    if (noise < 0.1 || attempt >= 3 || !quiet.wait) return { result, noise };
     console.log(`  (${label}: other processes used ${Math.round(noise * 100)}% of a core during the run; waiting for quiet and repeating)`);
     await waitQuiet(30_000);
   }

@@ -1,143 +1,166 @@
 // Part 1: the hot path. GET / answering a 5-byte body through each stack, wrk -t1 -c64;
 // req/s, p99, and the server's CPU time per request (utime+stime from /proc over the
 // measured run ÷ requests) — the primary cost figure, because on two cores one wrk thread
-// can saturate before a fast server does.
-import { cpuSeconds, load, median, startServer, stopServer, undisturbed } from "./_lib.mjs";
+// can saturate before a fast server does. Every gate is on and none may trip: the non-2xx
+// responses of each subject are counted and reported (the target is none).
+// With a baseline tree (--baseline <ref>), each serve-hygiene subject also runs from it, in
+// the same rounds, right after the same subject of this checkout.
+import { ratioInRounds, runRounds } from "./_rounds.mjs";
 import { barChart, envBlock, fmt, table } from "./_report.mjs";
 
 const CONNECTIONS = 64;
 
+// [id, variant ("file:variant" for another server file), label, serve-hygiene subject?]
 const CASES = {
   bun: [
     ["a", "raw", "(a) Bun.serve, raw"],
-    ["b", "guard", "(b) serve-hygiene/bun, every gate on"],
+    ["a2", "cap", "(a2) Bun.serve + the 15-line in-flight cap"],
+    ["b", "guard", "(b) serve-hygiene/bun serve(), every gate on", true],
     ["c", "hono", "(c) Hono on Bun.serve"],
-    ["d", "hono-hygiene", "(d) Hono + hygiene() middleware"],
+    ["d2", "hono-adapter", "(d2) Hono served by serve(), every gate on", true],
+    ["d", "hono-hygiene", "(d) Hono + hygiene() middleware, every gate on", true],
     ["e", "peers", "(e) Hono + hono-rate-limiter + body-limit + timeout"],
   ],
   deno: [
     ["a", "raw", "(a) Deno.serve, raw"],
-    ["b", "guard", "(b) serve-hygiene/deno, every gate on"],
+    ["a2", "cap", "(a2) Deno.serve + the 15-line in-flight cap"],
+    ["b", "guard", "(b) serve-hygiene/deno serve(), every gate on", true],
     ["c", "hono", "(c) Hono on Deno.serve"],
-    ["d", "hono-hygiene", "(d) Hono + hygiene() middleware"],
+    ["d2", "hono-adapter", "(d2) Hono served by serve(), every gate on", true],
+    ["d", "hono-hygiene", "(d) Hono + hygiene() middleware, every gate on", true],
     ["e", "peers", "(e) Hono + hono-rate-limiter + body-limit + timeout"],
   ],
   node: [
     ["a", "raw", "(a) node:http, raw"],
-    ["b", "guard", "(b) serve-hygiene/node, every gate on"],
-    ["b0", "translate", "serve-hygiene/node translation alone, no guard"],
+    ["a2", "cap", "(a2) node:http + the 15-line in-flight cap"],
+    ["b", "guard", "(b) serve-hygiene/node serve(), every gate on", true],
     ["c", "hono", "(c) Hono on @hono/node-server"],
-    ["c2", "hono-translate", "Hono on serve-hygiene/node translation, no guard"],
-    ["d", "hono-hygiene", "(d) Hono + hygiene() on @hono/node-server"],
-    ["d2", "hono-adapter", "Hono served by serve-hygiene/node, every gate on"],
+    ["d2", "hono-adapter", "(d2) Hono served by serve(), every gate on", true],
+    ["d", "hono-hygiene", "(d) Hono + hygiene() on @hono/node-server, every gate on", true],
     ["e", "peers", "(e) Hono + hono-rate-limiter + body-limit + timeout (@hono/node-server)"],
     ["f", "fastify:stack", "(f) Fastify + @fastify/rate-limit + @fastify/under-pressure"],
   ],
 };
 
-export async function hotPath({ runs, runtimes, quick, gen, env }) {
+/** The reference of the serve() target: the raw server on Deno and Bun, bare Hono on @hono/node-server on Node. */
+export const TARGET_REF = { node: "c", deno: "a", bun: "a" };
+
+/** Part 1's cases for these runtimes; a baseline tree adds a "before" twin after each serve-hygiene subject. */
+export function hotCases(runtimes, baseline) {
+  return runtimes.flatMap((rt) => (CASES[rt] ?? []).flatMap(([id, v, label, lib]) => {
+    const [file, variant] = v.includes(":") ? v.split(":") : [rt, v];
+    const c = { rt, id, label, file, variant, lib: !!lib };
+    if (!lib || !baseline) return [c];
+    return [{ ...c, label: `${label} — after` }, { ...c, id: `${id}-before`, label: `${label} — before`, tree: baseline, before: true, twinOf: id }];
+  }));
+}
+
+export async function hotPath({ runs, runtimes, quick, gen, env, baseline }) {
   const warmS = quick ? 1 : 2;
   const seconds = quick ? 3 : 4;
-  const cases = runtimes.flatMap((rt) => (CASES[rt] ?? []).map(([id, variant, label]) => ({ rt, id, variant, label, runs: [] })));
-  for (let run = 1; run <= runs; run++) {
-    for (const c of cases) {
-      const [file, variant] = c.variant.includes(":") ? c.variant.split(":") : [c.rt, c.variant];
-      const server = await startServer(c.rt, file, [variant]);
-      try {
-        await load(gen, { port: server.port, connections: CONNECTIONS, seconds: warmS });
-        const { result: [r, cpu], noise } = await undisturbed(seconds, async () => {
-          const cpu0 = cpuSeconds(server.pid);
-          const r = await load(gen, { port: server.port, connections: CONNECTIONS, seconds });
-          return [r, cpuSeconds(server.pid) - cpu0];
-        }, `${c.rt} ${c.id}`);
-        const m = {
-          noise,
-          rps: r.requests / r.seconds,
-          p99Us: r.p99Us,
-          cpuUsPerReq: (cpu * 1e6) / r.requests,
-          cpuShare: cpu / r.seconds,
-          bad: r.non2xx + r.connectErrors + r.readErrors + r.writeErrors + r.timeouts,
-        };
-        await stopServer(server);
-        const denials = [...server.log().matchAll(/\{"denials":(\{[^}]*\})\}/g)].at(-1)?.[1];
-        if (denials) m.denials = denials;
-        c.runs.push(m);
-        console.log(
-          `  run ${run} ${c.rt.padEnd(4)} ${c.label.padEnd(72)} ${fmt.int(m.rps).padStart(7)} req/s  p99 ${fmt.ms(m.p99Us).padStart(6)} ms  ` +
-            `${fmt.us(m.cpuUsPerReq).padStart(5)} µs CPU/req  server CPU ${fmt.pct(m.cpuShare)}${m.bad ? `  ${m.bad} non-2xx/errors!` : ""}${m.denials ? ` denials since start ${m.denials}` : ""}${m.noise >= 0.1 ? `  (others used ${Math.round(m.noise * 100)}% of a core)` : ""}`,
-        );
-      } finally {
-        await stopServer(server);
-      }
-    }
-  }
-  for (const c of cases) {
-    c.rps = median(c.runs.map((m) => m.rps));
-    c.p99Us = median(c.runs.map((m) => m.p99Us));
-    c.cpuUsPerReq = median(c.runs.map((m) => m.cpuUsPerReq));
-    c.cpuShare = median(c.runs.map((m) => m.cpuShare));
-    c.bad = c.runs.reduce((n, m) => n + m.bad, 0);
-  }
+  const cases = await runRounds({ cases: hotCases(runtimes, baseline), runs, warmS, seconds, connections: CONNECTIONS, gen });
   const by = (rt, id) => cases.find((c) => c.rt === rt && c.id === id);
   for (const c of cases) {
-    const a = by(c.rt, "a");
-    c.rpsX = c.rps / a.rps;
-    c.p99X = c.p99Us / a.p99Us;
-    c.cpuX = c.cpuUsPerReq / a.cpuUsPerReq;
+    c.rpsX = ratioInRounds(c, by(c.rt, "a"), "rps");
+    c.cpuX = ratioInRounds(c, by(c.rt, "a"));
+    c.cpuXHono = ratioInRounds(c, by(c.rt, "c"));
   }
-
+  const rts = runtimes.filter((r) => CASES[r]);
   const md = [
     `# Part 1 — hot path`,
     "",
-    `GET / answering a 5-byte body. wrk -t1 -c${CONNECTIONS}, ${warmS} s warm-up then ${seconds} s measured, median of ${runs} run(s), cases interleaved run by run.`,
+    `GET / answering a 5-byte body. wrk -t1 -c${CONNECTIONS}, ${warmS} s warm-up then ${seconds} s measured, median of ${runs} round(s); every case runs once per round, each on a freshly started server.`,
     `Server pinned to core 1, wrk to core 0, loopback. "CPU µs/req" is the server process's utime+stime (/proc/<pid>/stat, all threads) over the measured run divided by the requests served — the primary cost figure; "server CPU" is that CPU time as a share of the run's wall time (100% = the server, not wrk, was the bottleneck).`,
-    `Ratios are to (a), the raw server of the same runtime, taken in the same run.`,
+    `Ratios are taken inside each round (the case ÷ (a) or (c) of the same runtime in the same round), then the median over rounds. "non-2xx" counts the measured runs' non-2xx responses (the target is none); "refusals" is what the server's onDeny counted since it started (warm-up included).`,
+    baseline ? `"after" is this checkout (${env.current}); "before" is ${baseline.ref} (${baseline.commit.slice(0, 10)}), the library exported from git and served by the same server files, run in the same rounds.` : "",
     "",
     envBlock(env),
     "",
+    "## Targets (issue 13)",
+    "",
+    ...targets(rts, by, baseline),
+    "",
   ];
-  for (const rt of runtimes.filter((r) => CASES[r])) {
-    md.push(`## ${rt}`, "");
+  for (const rt of rts) {
+    md.push(`## ${rt} ${env[rt]}`, "");
     md.push(
       table(
-        ["stack", "req/s", "÷ (a)", "p99 ms", "÷ (a)", "CPU µs/req", "÷ (a)", "server CPU"],
+        ["stack", "req/s", "p99 ms", "CPU µs/req", "CPU ÷ (a) raw", "CPU ÷ (c) bare Hono", "server CPU", "non-2xx", "refusals by layer"],
         cases.filter((c) => c.rt === rt).map((c) => [
-          c.label + (c.bad ? ` (${c.bad} non-2xx/errors)` : ""),
-          fmt.int(c.rps), fmt.share(c.rpsX), fmt.ms(c.p99Us), fmt.share(c.p99X), fmt.us(c.cpuUsPerReq), fmt.share(c.cpuX), fmt.pct(c.cpuShare),
+          c.label + (c.failed ? ` (${c.failed} run(s) failed)` : "") + (c.errors ? ` (${c.errors} socket errors)` : ""),
+          fmt.int(c.rps), fmt.ms(c.p99Us), fmt.us(c.cpuUsPerReq), fmt.share(c.cpuX), fmt.share(c.cpuXHono), fmt.pct(c.cpuShare),
+          c.non2xx ? `**${fmt.int(c.non2xx)}**` : "0", c.denials ? `\`${c.denials}\`` : "",
         ]),
       ),
       "",
     );
   }
-  if (runtimes.includes("node")) {
-    const [c, c2, d, d2] = ["c", "c2", "d", "d2"].map((id) => by("node", id));
-    const verdict = (x, y) => `${x.rps > y.rps ? "faster" : "slower"}: ${fmt.int(x.rps)} vs ${fmt.int(y.rps)} req/s (${fmt.share(x.rps / y.rps)}), ` +
-      `${fmt.us(x.cpuUsPerReq)} vs ${fmt.us(y.cpuUsPerReq)} µs CPU/req (${fmt.share(x.cpuUsPerReq / y.cpuUsPerReq)})`;
-    md.push(
-      `## Node: serve-hygiene's node:http translation vs @hono/node-server`,
-      "",
-      `- The same Hono app, no guard: serve-hygiene/node's translation is ${verdict(c2, c)}.`,
-      `- The same Hono app with every gate on: served by serve-hygiene/node vs hygiene() on @hono/node-server is ${verdict(d2, d)}.`,
-      "",
-    );
-  }
-  const color = { a: "#9aa5b1", b: "#1f5fa8", b0: "#7cb5ec", c: "#b8c2cc", c2: "#aac8ea", d: "#2f7ed8", d2: "#5a9be6", e: "#e4572e", f: "#f7a35c" };
-  const maxCpu = Math.max(2, Math.ceil(Math.max(...cases.map((c) => c.cpuX)) * 2) / 2);
+  if (baseline) md.push(...beforeAfter(rts, cases, by), "");
+  const color = { a: "#9aa5b1", a2: "#7b8794", b: "#1f5fa8", c: "#b8c2cc", d: "#2f7ed8", d2: "#5a9be6", e: "#e4572e", f: "#f7a35c" };
+  const maxCpu = Math.max(2, Math.ceil(Math.max(...cases.map((c) => c.cpuX).filter(Number.isFinite)) * 2) / 2);
   const svg = barChart({
     title: "Hot path: cost per request relative to the raw server of each runtime",
-    subtitle: `GET / (5-byte body), wrk -t1 -c${CONNECTIONS}, server and wrk on separate cores, median of ${runs} run(s)`,
+    subtitle: `GET / (5-byte body), wrk -t1 -c${CONNECTIONS}, server and wrk on separate cores, median of ${runs} round(s)`,
     panels: [
-      { title: "server CPU per request ÷ raw (lower is better)", max: maxCpu, ticks: range(0, maxCpu, 0.5), mark: 1.05, markLabel: "1.05 target for (b)", value: (c) => c.cpuX, label: (c) => `${fmt.share(c.cpuX)}  (${fmt.us(c.cpuUsPerReq)} µs)` },
-      { title: "req/s ÷ raw (higher is better)", max: 1.2, ticks: [0, 0.25, 0.5, 0.75, 1], value: (c) => c.rpsX, label: (c) => `${fmt.share(c.rpsX)}  (${fmt.int(c.rps / 1000)}k)` },
+      { title: "server CPU per request ÷ raw (lower is better)", max: maxCpu, ticks: range(0, maxCpu, 0.5), mark: 1.1, markLabel: "1.10", value: (c) => c.cpuX, label: (c) => `${fmt.share(c.cpuX)}  (${fmt.us(c.cpuUsPerReq)} µs)` },
+      { title: "req/s ÷ raw (higher is better)", max: 1.4, ticks: [0, 0.25, 0.5, 0.75, 1, 1.25], value: (c) => c.rpsX, label: (c) => `${fmt.share(c.rpsX)}  (${fmt.int(c.rps / 1000)}k)` },
     ],
-    groups: runtimes.filter((r) => CASES[r]).map((rt) => ({
+    groups: rts.map((rt) => ({
       title: `${rt} ${env[rt]}`,
-      rows: cases.filter((c) => c.rt === rt).map((c) => ({ ...c, name: c.label.length > 52 ? c.label.slice(0, 50) + "…" : c.label, color: color[c.id] })),
+      rows: cases.filter((c) => c.rt === rt).map((c) => ({ ...c, name: c.label.length > 58 ? c.label.slice(0, 56) + "…" : c.label, color: c.before ? "#c9d6e8" : color[c.id] })),
     })),
-    labelWidth: 370,
+    labelWidth: 410,
   });
-  const summary = cases.map((c) => `${c.rt} ${c.id}: ${fmt.int(c.rps)} req/s (${fmt.share(c.rpsX)}), CPU ${fmt.us(c.cpuUsPerReq)} µs/req (${fmt.share(c.cpuX)})`).join("\n");
-  return { files: { "hot-path.md": md.join("\n"), "hot-path.svg": svg, "hot-path.json": JSON.stringify({ env, cases }, null, 1) }, summary };
+  const summary = cases.map((c) => `${c.rt} ${c.id}: ${fmt.int(c.rps)} req/s, CPU ${fmt.us(c.cpuUsPerReq)} µs/req (÷ raw ${fmt.share(c.cpuX)}, ÷ Hono ${fmt.share(c.cpuXHono)}), non-2xx ${c.non2xx}`).join("\n");
+  const json = { env, baseline: baseline && { ref: baseline.ref, commit: baseline.commit }, cases: cases.map(({ tree, ...c }) => c) };
+  return { files: { "hot-path.md": md.join("\n"), "hot-path.svg": svg, "hot-path.json": JSON.stringify(json, null, 1) }, summary };
+}
+
+/** The issue's hot-path targets, one line each, with the "before" figure next to it when there is one. */
+function targets(rts, by, baseline) {
+  const lines = [];
+  const verdict = (ok) => (ok ? "met" : "**missed**");
+  const pair = (rt, id, key) => {
+    const after = by(rt, id)?.[key];
+    const before = baseline ? by(rt, `${id}-before`)?.[key] : undefined;
+    return { after, text: `${fmt.share(after)}×${baseline ? ` (before ${fmt.share(before)}×)` : ""}` };
+  };
+  for (const rt of rts) {
+    const refKey = TARGET_REF[rt] === "c" ? "cpuXHono" : "cpuX";
+    const refName = TARGET_REF[rt] === "c" ? "bare Hono on @hono/node-server" : "the raw server";
+    const b = pair(rt, "b", refKey);
+    lines.push(`- ${rt}: serve(), every gate on: CPU/req ${b.text} ${refName} (target ≤ 1.10) — ${verdict(b.after <= 1.1)}.`);
+    const d2 = pair(rt, "d2", "cpuXHono");
+    lines.push(`- ${rt}: Hono served by serve(): CPU/req ${d2.text} bare Hono (no separate target; shown as in the issue's table).`);
+    if (rt === "node") {
+      const f = by(rt, "f"), bb = by(rt, "b");
+      lines.push(`- node: serve() below Fastify + @fastify/rate-limit + @fastify/under-pressure: ${fmt.us(bb?.cpuUsPerReq)} vs ${fmt.us(f?.cpuUsPerReq)} µs/req` +
+        `${baseline ? ` (before ${fmt.us(by(rt, "b-before")?.cpuUsPerReq)})` : ""} — ${verdict(bb?.cpuUsPerReq < f?.cpuUsPerReq)}.`);
+    }
+    const d = pair(rt, "d", "cpuXHono");
+    lines.push(`- ${rt}: hygiene() middleware: CPU/req ${d.text} bare Hono (target ≤ 1.20) — ${verdict(d.after <= 1.2)}.`);
+    const libs = ["b", "d2", "d"].map((id) => by(rt, id)).filter(Boolean);
+    const refused = libs.reduce((n, c) => n + c.non2xx + c.errors, 0);
+    const before = baseline ? ["b", "d2", "d"].map((id) => by(rt, `${id}-before`)).filter(Boolean).reduce((n, c) => n + c.non2xx + c.errors, 0) : undefined;
+    lines.push(`- ${rt}: no hot-path refusal: ${refused} non-2xx/errors across the serve-hygiene subjects${before === undefined ? "" : ` (before ${before})`} — ${verdict(refused === 0)}.`);
+  }
+  return lines;
+}
+
+/** Before and after side by side, per runtime: the figures the closing note quotes. */
+function beforeAfter(rts, cases, by) {
+  const out = ["## Before / after (same rounds)", ""];
+  for (const rt of rts) {
+    out.push(`### ${rt}`, "", table(
+      ["subject", "CPU µs/req before", "after", "after ÷ before (in rounds)", "÷ (a) raw before", "after", "÷ (c) bare Hono before", "after", "non-2xx before", "after"],
+      cases.filter((c) => c.rt === rt && c.lib && !c.before).map((c) => {
+        const p = by(rt, `${c.id}-before`);
+        return [c.label.replace(/ — after$/, ""), fmt.us(p?.cpuUsPerReq), fmt.us(c.cpuUsPerReq), fmt.share(ratioInRounds(c, p)),
+          fmt.share(p?.cpuX), fmt.share(c.cpuX), fmt.share(p?.cpuXHono), fmt.share(c.cpuXHono), fmt.int(p?.non2xx), fmt.int(c.non2xx)];
+      }),
+    ), "");
+  }
+  return out;
 }
 
 function range(from, to, step) {

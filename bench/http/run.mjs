@@ -1,26 +1,40 @@
 #!/usr/bin/env node
 // The benchmark suite over real HTTP (and the in-process figures that sit beside it).
-//   node bench/http/run.mjs [hot] [overload] [limiters] [drain] [size] [--runs=3] [--runtimes=node,deno,bun] [--quick]
+//   node bench/http/run.mjs [hot] [overload] [limiters] [drain] [size] [refusal] [--runs=3] [--runtimes=node,deno,bun] [--quick]
+//                           [--baseline <git-ref>]
 //   overload also takes --limit=N (serve-hygiene's concurrency limit) and --sweep=1,2,4,… (a limit sweep,
 //   written to overload-sweep.md instead)
-// No part named: all five. Each server is a child pinned with `taskset -c 1`; the load
+//   --baseline <ref> (hot, refusal): the library as it was at <ref> (git archive into a temporary
+//   directory, removed at the end) runs the serve-hygiene subjects next to this checkout's, in the
+//   same rounds: before and after side by side in one run.
+// No part named: all six. Each server is a child pinned with `taskset -c 1`; the load
 // generator (wrk -t1, else autocannon) is pinned with `taskset -c 0`; load goes to 127.0.0.1
 // only; every run is bounded in time; each figure is the median of --runs runs, and the
 // cases compared are interleaved run by run. Writes bench/results/<part>.{md,json[,svg]}.
 import { mkdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { busyOthers, compileForNode, detectLoadGenerator, environment, root } from "./_lib.mjs";
+import { baselineTree, busyOthers, compileForNode, describeCurrent, detectLoadGenerator, endChildren, environment, quiet, root } from "./_lib.mjs";
 import { hotPath } from "./part_hot.mjs";
 import { overload } from "./part_overload.mjs";
 import { drain } from "./part_drain.mjs";
 import { limiters } from "./part_limiters.mjs";
 import { size } from "./part_size.mjs";
+import { refusal } from "./part_refusal.mjs";
 
-const PARTS = { hot: hotPath, overload, limiters, drain, size };
+const PARTS = { hot: hotPath, overload, limiters, drain, size, refusal };
 const argv = process.argv.slice(2);
-const flag = (name, fallback) => argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? fallback;
+// `--name=value`, or `--name value` for the options that take one.
+const TAKES_VALUE = new Set(["baseline"]);
+const valueAt = new Set(argv.flatMap((a, i) => (TAKES_VALUE.has(a.slice(2)) && a.startsWith("--") ? [i + 1] : [])));
+const flag = (name, fallback) => {
+  const i = argv.indexOf(`--${name}`);
+  if (i >= 0 && TAKES_VALUE.has(name)) return argv[i + 1] ?? fallback;
+  return argv.find((a) => a.startsWith(`--${name}=`))?.split("=").slice(1).join("=") ?? fallback;
+};
 const quick = argv.includes("--quick");
-const named = argv.filter((a) => !a.startsWith("--"));
+if (quick) quiet.wait = false; // a harness check: figures from --quick are not results
+const named = argv.filter((a, i) => !a.startsWith("--") && !valueAt.has(i));
 for (const n of named) if (!(n in PARTS)) throw new Error(`unknown part "${n}": choose from ${Object.keys(PARTS).join(", ")}`);
 const parts = named.length ? named : Object.keys(PARTS);
 const opts = {
@@ -32,21 +46,38 @@ const opts = {
 };
 if (opts.runs < 1) throw new Error("--runs must be at least 1");
 
-const results = join(root, "bench", "results");
+// --quick figures are not results: they go to a temporary directory, never over bench/results.
+const results = quick ? join(tmpdir(), "serve-hygiene-bench-quick") : join(root, "bench", "results");
 mkdirSync(results, { recursive: true });
-const needsHttp = parts.some((p) => p === "hot" || p === "overload" || p === "drain");
+const needsHttp = parts.some((p) => ["hot", "overload", "drain", "refusal"].includes(p));
 const gen = needsHttp ? detectLoadGenerator() : undefined;
 if (parts.some((p) => p !== "size")) compileForNode();
-const env = environment(gen);
+const env = { ...environment(gen), current: describeCurrent() };
+const baselineRef = flag("baseline");
+if (baselineRef !== undefined && !parts.some((p) => p === "hot" || p === "refusal")) throw new Error("--baseline applies to the hot and refusal parts: name one of them");
+const baseline = baselineRef === undefined ? undefined : baselineTree(baselineRef);
+// The temporary tree goes however the run ends (the servers are ended by the parts, by PID).
+const removeBaseline = () => baseline?.remove();
+process.once("exit", removeBaseline);
+for (const sig of ["SIGINT", "SIGTERM"]) {
+  process.once(sig, () => {
+    endChildren();
+    process.exit(130);
+  });
+}
 const started = Date.now();
-for (const part of parts) {
-  const t0 = Date.now();
-  console.log(`\n## ${part} (${opts.runs} run${opts.runs > 1 ? "s" : ""} per figure)`);
-  const others = await busyOthers();
-  if (others.length) console.log(`WARNING: other processes are busy on this machine and will distort the figures: ${others.join(", ")}`);
-  const out = await PARTS[part]({ ...opts, gen, env });
-  for (const [name, text] of Object.entries(out.files)) writeFileSync(join(results, name), text);
-  console.log(out.summary);
-  console.log(`(${part}: ${((Date.now() - t0) / 1000).toFixed(0)} s; wrote ${Object.keys(out.files).map((f) => `bench/results/${f}`).join(", ")})`);
+try {
+  for (const part of parts) {
+    const t0 = Date.now();
+    console.log(`\n## ${part} (${opts.runs} run${opts.runs > 1 ? "s" : ""} per figure)`);
+    const others = await busyOthers();
+    if (others.length) console.log(`WARNING: other processes are busy on this machine and will distort the figures: ${others.join(", ")}`);
+    const out = await PARTS[part]({ ...opts, gen, env, baseline });
+    for (const [name, text] of Object.entries(out.files)) writeFileSync(join(results, name), text);
+    console.log(out.summary);
+    console.log(`(${part}: ${((Date.now() - t0) / 1000).toFixed(0)} s; wrote ${Object.keys(out.files).map((f) => join(results, f)).join(", ")})`);
+  }
+} finally {
+  removeBaseline();
 }
 console.log(`\nHTTP suite done in ${((Date.now() - started) / 60000).toFixed(1)} min`);

@@ -49,6 +49,53 @@ export async function workHandler(request: Request): Promise<Response> {
 
 export const helloHandler = (): Response => new Response(BODY, { headers: { "content-type": "text/plain" } });
 
+/**
+ * The reference refusal: the 15-line in-flight cap anyone can write around a raw server. At
+ * `cap` requests in flight the next is refused at once with `refuse` (a prebuilt answer);
+ * otherwise it counts one in, runs the handler and counts it out when the handler settles.
+ * One definition for every runtime: `refuse` and `handler` take the runtime's own arguments
+ * (a Request on Bun and Deno, req/res on node:http).
+ */
+export function inFlightCap<X, Y, R>(cap: number, handler: (x: X, y: Y) => R | Promise<R>, refuse: (x: X, y: Y) => R): (x: X, y: Y) => R | Promise<R> {
+  let inFlight = 0;
+  const run = async (x: X, y: Y): Promise<R> => {
+    try {
+      return await handler(x, y);
+    } finally {
+      inFlight--;
+    }
+  };
+  // Two declared parameters, not a rest parameter: Deno.serve passes no Request at all to a
+  // handler whose length is 0.
+  return (x: X, y: Y) => {
+    if (inFlight >= cap) return refuse(x, y);
+    inFlight++;
+    return run(x, y);
+  };
+}
+
+/** The cap's refusal, built once: the same status, headers and body as serve-hygiene's 503. */
+export const REFUSAL_BODY = "Service Unavailable";
+export const REFUSAL_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "content-type": "text/plain; charset=utf-8",
+  "cache-control": "no-store",
+  "retry-after": "1",
+});
+export const refuseFetch = (): Response => new Response(REFUSAL_BODY, { status: 503, headers: REFUSAL_HEADERS });
+/** Part 1: the cap high above the connection count (never trips). Part 6 holds the one permit of a cap of 1. */
+export const HOT_CAP = 1024;
+
+/**
+ * Part 6's handler: `/hold` never settles (it holds its permit until the server is killed),
+ * anything else answers "hello". With a limit of 1 and one `/hold` in flight, every other
+ * request is a refusal.
+ */
+export const HOLD_PATH = "/hold";
+export function holdHandler(request: Request): Response | Promise<Response> {
+  if (request.url.endsWith(HOLD_PATH)) return new Promise<Response>(() => {});
+  return helloHandler();
+}
+
 const GiB = 1024 * 1024 * 1024;
 
 /**
@@ -69,6 +116,15 @@ export function allGates(): ServeOptions {
     log: () => {},
     onDeny: countDenial,
   };
+}
+
+/**
+ * Part 6's serve-hygiene: every gate of {@link allGates} on, the concurrency limit at 1 so the
+ * one held `/hold` request makes every other request a concurrency-limit refusal — the gate an
+ * in-flight cap compares with; each refusal passes every cheaper gate before it, as a real one does.
+ */
+export function refusalGates(): ServeOptions {
+  return { ...allGates(), concurrencyLimit: 1 };
 }
 
 /**

@@ -1,7 +1,9 @@
 // Benchmark servers on Deno: deno run -A deno.ts <variant> [concurrencyLimit|-] [out-file|-]
 import { getConnInfo } from "hono/deno";
 import { createDenoHost, serve } from "../../../src/adapters/deno/mod.ts";
-import { allGates, announce, args, helloApp, helloHandler, hygieneApp, peerApp, serveDrain, serveLib, workHandler } from "./_shared.ts";
+import {
+  allGates, announce, args, helloApp, helloHandler, holdHandler, HOT_CAP, hygieneApp, inFlightCap, peerApp, refuseFetch, refusalGates, serveDrain, serveLib, workHandler,
+} from "./_shared.ts";
 
 const { variant, limit, out } = args(Deno.args);
 const HOST = "127.0.0.1";
@@ -18,6 +20,22 @@ switch (variant) {
   case "none": // the unprotected server of part 2
     raw(workHandler);
     break;
+  case "cap": // (a2) the 15-line in-flight cap around (a), never tripping
+    raw(inFlightCap(HOT_CAP, helloHandler, refuseFetch));
+    break;
+  case "cap-hold": // part 6: the 15-line cap at 1, its slot held by /hold: every other request refused
+    raw(inFlightCap(1, holdHandler, refuseFetch));
+    break;
+  case "guard-hold": { // part 6: the adapter, every gate on, concurrency limit 1 held by /hold
+    const handle = await serve(holdHandler, { ...refusalGates(), port: 0, hostname: HOST });
+    announce(handle.address.port);
+    break;
+  }
+  case "hono-adapter": { // the app served by the adapter, every gate on
+    const handle = await serve(helloApp().fetch, { ...allGates(), port: 0, hostname: HOST });
+    announce(handle.address.port);
+    break;
+  }
   case "guard": { // (b) the adapter, every gate on
     const handle = await serve(helloHandler, { ...allGates(), port: 0, hostname: HOST });
     announce(handle.address.port);

@@ -3,10 +3,11 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { serve as honoNodeServe } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
-import { createConnectionGate, resolveConfig } from "../../../src/core/mod.ts";
 import { createNodeHost, serve } from "../../../src/adapters/node/mod.ts";
-import { listenNode } from "../../../src/adapters/node/server.ts";
-import { allGates, announce, args, BODY, burn, counter, helloApp, helloHandler, hygieneApp, peerApp, serveDrain, serveLib, sleep, turn, workHandler } from "./_shared.ts";
+import {
+  allGates, announce, args, BODY, burn, counter, helloApp, helloHandler, holdHandler, HOLD_PATH, HOT_CAP, hygieneApp, inFlightCap, peerApp, REFUSAL_BODY,
+  REFUSAL_HEADERS, refusalGates, serveDrain, serveLib, sleep, turn,
+} from "./_shared.ts";
 
 const { variant, limit, out } = args(process.argv.slice(2));
 const HOST = "127.0.0.1";
@@ -36,36 +37,42 @@ function onHonoNodeServer(fetch: (request: Request, env: unknown) => Response | 
   return server;
 }
 
-/** serve-hygiene's node:http translation alone: no guard, no gates. */
-async function onTranslation(fetch: (request: Request) => Response | Promise<Response>) {
-  const server = await listenNode({ log: () => {} })((request) => Promise.resolve(fetch(request)), { port: 0, hostname: HOST, config: resolveConfig({}), connections: createConnectionGate({ maxConnections: Infinity }) });
-  announce(server.address.port);
+/** node:http listening with `handler`. */
+function rawServer(handler: (req: IncomingMessage, res: ServerResponse) => unknown) {
+  const http = createServer(handler);
+  http.listen(0, HOST, () => announce((http.address() as { port: number }).port));
 }
 
+const hello = (_req: IncomingMessage, res: ServerResponse) => void res.writeHead(200, { "content-type": "text/plain" }).end(BODY);
+const refuse = (_req: IncomingMessage, res: ServerResponse) => void res.writeHead(503, REFUSAL_HEADERS).end(REFUSAL_BODY);
+/** Part 6: `/hold` never settles (holds the cap's one slot); anything else answers hello. */
+const hold = (req: IncomingMessage, res: ServerResponse) => (req.url === HOLD_PATH ? new Promise<void>(() => {}) : hello(req, res));
+
 switch (variant) {
-  case "raw": { // (a)
-    const http = createServer((_req, res) => res.writeHead(200, { "content-type": "text/plain" }).end(BODY));
-    http.listen(0, HOST, () => announce((http.address() as { port: number }).port));
+  case "raw": // (a)
+    rawServer(hello);
+    break;
+  case "cap": // (a2) the 15-line in-flight cap around (a), never tripping
+    rawServer(inFlightCap(HOT_CAP, hello, refuse));
+    break;
+  case "cap-hold": // part 6: the 15-line cap at 1, its slot held by /hold: every other request refused
+    rawServer(inFlightCap(1, hold, refuse));
+    break;
+  case "guard-hold": { // part 6: the adapter, every gate on, concurrency limit 1 held by /hold
+    const handle = await serve(holdHandler, { ...refusalGates(), port: 0, hostname: HOST });
+    announce(handle.address.port);
     break;
   }
-  case "none": { // the unprotected server of part 2
-    const http = createServer(rawHandler);
-    http.listen(0, HOST, () => announce((http.address() as { port: number }).port));
+  case "none": // the unprotected server of part 2
+    rawServer(rawHandler);
     break;
-  }
   case "guard": { // (b) the adapter, every gate on
     const handle = await serve(helloHandler, { ...allGates(), port: 0, hostname: HOST });
     announce(handle.address.port);
     break;
   }
-  case "translate": // the adapter's translation without the guard (diagnostic)
-    await onTranslation(helloHandler);
-    break;
   case "hono": // (c) Hono on the raw server: @hono/node-server
     onHonoNodeServer(helloApp().fetch);
-    break;
-  case "hono-translate": // the same app on serve-hygiene's translation, no guard
-    await onTranslation(helloApp().fetch);
     break;
   case "hono-hygiene": // (d) the app behind hygiene(), on @hono/node-server
     onHonoNodeServer(hygieneApp(createNodeHost({ log: () => {} })).fetch);
