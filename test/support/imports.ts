@@ -2,9 +2,9 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 
-/** Relative specifiers a module imports or re-exports (`import type` and dynamic `import()` too), in order. */
+/** Relative specifiers a module imports or re-exports (`import type`, bare `import "./x"` and dynamic `import()` too), in order. */
 export function relativeImports(source: string): string[] {
-  return [...source.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s*["'](\.[^"']+)["']|\bimport\s*\(\s*["'](\.[^"']+)["']/gm)]
+  return [...source.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s*["'](\.[^"']+)["']|\bimport\s*\(?\s*["'](\.[^"']+)["']/gm)]
     .map((m) => (m[1] ?? m[2])!);
 }
 
