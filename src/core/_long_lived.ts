@@ -2,7 +2,7 @@
 // their `context.shutdownSignal` fires at the stop, and a forced drain can end their bodies.
 // One listener on the shared stop signal serves every request; none is added per request.
 import type { Clock } from "./clock.ts";
-import type { _Context } from "./request_context.ts";
+import type { _Admission as _Context } from "./admission.ts";
 import { _createOpenBodies } from "./_open_bodies.ts";
 
 /** How long after a forced drain's closeAll the guard itself fails the bodies still streaming. */

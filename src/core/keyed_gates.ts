@@ -1,6 +1,6 @@
 import { type ClientKeyFunction, type ClientKeyOptions, createClientKey } from "./client_key.ts";
 import type { EventSink } from "./events.ts";
-import { createInFlightLimiter, type InFlightLimiterOptions, type Slot } from "./inflight_limit.ts";
+import { createInFlightLimiter, type InFlightLimiter, type InFlightLimiterOptions, type Slot } from "./inflight_limit.ts";
 import { rateLimitedResponse } from "./rate_headers.ts";
 import type { RateLimiter } from "./rate_limiter.ts";
 import { denyResponse } from "./responses.ts";
@@ -27,11 +27,11 @@ export interface RateLimitRule {
 
 /** Options of {@linkcode createKeyedGates}. */
 export interface KeyedGatesOptions {
-  /** Gate 4: budgets charged all or nothing, coarse to fine. */
+  /** Gate 5: budgets charged all or nothing, coarse to fine. */
   rateLimits?: readonly RateLimitRule[];
   /**
-   * Gate 5: the per-key in-flight cap. Its lane-wide cap defaults to Infinity here: the
-   * guard's concurrency limit (gate 6) is the lane. With `shedWaitMs`, a request over its
+   * Gate 6: the per-key in-flight cap. Its lane-wide cap defaults to Infinity here: the
+   * guard's concurrency limit (gate 7) is the lane. With `shedWaitMs`, a request over its
    * key's cap waits that long for one of the key's slots (429 after), and leaves the wait at
    * once when its client goes away.
    */
@@ -54,12 +54,18 @@ export interface KeyedGates {
   readonly inFlight: ReturnType<typeof createInFlightLimiter> | undefined;
 }
 
-/**
- * Gates 4 (keyed rate limits) and 5 (per-key in-flight cap) around one client key. Refusal
- * events come from the limiters themselves, through `sink`. Fails closed: a key function
- * that throws denies with 429 and a fault event.
- */
-export function createKeyedGates(options: KeyedGatesOptions, sink: EventSink): KeyedGates | undefined {
+/** The parts of gates 5 and 6, built once from the options (validated here). */
+export interface _KeyedParts {
+  readonly keyOf: ClientKeyFunction;
+  /** Gate 5: charges the request's budgets; undefined without rules. */
+  readonly rate: ScopedLimiter<{ request: Request; key: string }> | undefined;
+  readonly rateLimitHeaders: boolean;
+  /** Gate 6; undefined without `inFlightPerKey`. */
+  readonly inFlight: InFlightLimiter | undefined;
+}
+
+/** Validates and builds the keyed gates' parts; undefined when neither gate is configured. */
+export function _keyedParts(options: KeyedGatesOptions, sink: EventSink): _KeyedParts | undefined {
   const rules: readonly RateLimitRule[] = _given(options.rateLimits, []);
   if (!Array.isArray(rules)) {
     throw new TypeError(`Cannot create guard as "rateLimits" must be an array: current value is ${_show(rules)}`);
@@ -71,7 +77,7 @@ export function createKeyedGates(options: KeyedGatesOptions, sink: EventSink): K
   const perKey = options.inFlightPerKey === undefined ? undefined : _object("create guard", "inFlightPerKey", options.inFlightPerKey);
   if (rules.length === 0 && perKey === undefined) return undefined;
   type Ctx = { request: Request; key: string };
-  const scoped: ScopedLimiter<Ctx> | undefined = rules.length === 0 ? undefined : createScopedLimiter<Ctx>({
+  const rate: ScopedLimiter<Ctx> | undefined = rules.length === 0 ? undefined : createScopedLimiter<Ctx>({
     scopes: rules.map((rule) => {
       const pick = rule.key;
       return {
@@ -83,7 +89,19 @@ export function createKeyedGates(options: KeyedGatesOptions, sink: EventSink): K
     onEvent: sink,
   });
   const inFlight = perKey === undefined ? undefined : createInFlightLimiter({ overall: Infinity, ...perKey, onEvent: sink });
-  const headers = options.rateLimitHeaders === true;
+  return { keyOf, rate, rateLimitHeaders: options.rateLimitHeaders === true, inFlight };
+}
+
+/**
+ * Gates 5 (keyed rate limits) and 6 (per-key in-flight cap) around one client key. Refusal
+ * events come from the limiters themselves, through `sink`. Fails closed: a key function
+ * that throws denies with 429 and a fault event.
+ */
+export function createKeyedGates(options: KeyedGatesOptions, sink: EventSink): KeyedGates | undefined {
+  const parts = _keyedParts(options, sink);
+  if (parts === undefined) return undefined;
+  const { keyOf, rate: scoped, inFlight } = parts;
+  const headers = parts.rateLimitHeaders;
 
   return {
     inFlight,

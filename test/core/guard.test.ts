@@ -7,6 +7,7 @@ import type { RequestContext } from "../../src/core/request_context.ts";
 import { flushMicrotasks } from "../support/flush.ts";
 import { countingBody, post } from "../support/bodies.ts";
 import { createFixedWindowLimiter } from "../../src/core/fixed_window.ts";
+import { _GATES, type Gate } from "../../src/core/gates/gate.ts";
 
 const GET = (path = "/") => new Request(`http://localhost${path}`);
 
@@ -944,5 +945,107 @@ describe("guard: keyed gates", () => {
     assert.equal(res.status, 429);
     assert.ok(res.headers.get("retry-after"));
     assert.deepEqual(events.map((e) => e.type), ["fault", "deny"]);
+  });
+});
+
+describe("guard: the request path as one list", () => {
+  const everyGate = (clock: ManualClock, stop: AbortController): GuardOptions => ({
+    clock,
+    shutdown: stop,
+    memory: { ceilingBytes: 1 << 30 },
+    loadMonitor: true,
+    rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 1000, clock }) }],
+    inFlightPerKey: { perKey: 16 },
+    concurrencyLimit: 64,
+    bodyLimitBytes: 1 << 20,
+    requestTimeoutMs: 5_000,
+  });
+  const host = (clock: ManualClock) => ({ clock, rss: () => 50_000_000, onShutdownSignal: () => () => {} });
+
+  test("request path: the gates are one list in DESIGN.md's order, each refusing under its own deny layer", () => {
+    const clock = createManualClock();
+    const guard = createGuard(everyGate(clock, new AbortController()), host(clock));
+    const gates = (guard as unknown as { [_GATES]: readonly Gate[] })[_GATES];
+    // DESIGN.md "The request path": 1 draining … 9 request timeout (gate 0 acts per connection).
+    assert.deepEqual(gates.map((g) => g.layer), ["draining", "memory", "load", "framing", "rate", "peer", "concurrency", "body", "timeout"]);
+    assert.deepEqual(gates.filter((g) => g.processWide).map((g) => g.layer), ["draining", "memory", "load", "concurrency"]);
+    guard.dispose();
+  });
+
+  test("framing: a malformed Content-Length with the concurrency limit full is refused 400, taking no permit and no slot", async () => {
+    const { guard, denials } = setup({ concurrencyLimit: 1, inFlightPerKey: { perKey: 4 } });
+    const gate = deferred();
+    const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
+    const peer = { peer: { address: "10.0.0.1" } };
+    const first = fetch(GET(), peer);
+    await flushMicrotasks();
+    const bad = new Request("http://localhost/", { method: "POST", body: "x", headers: { "content-length": "abc" } });
+    assert.equal((await fetch(bad, peer)).status, 400);
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason]), [["framing", "malformed-length"]]);
+    assert.equal(guard.inFlight, 1, "only the first request holds a permit");
+    assert.equal(guard.inFlightPerKey!.inFlight("10.0.0.1"), 1, "only the first request holds a slot");
+    gate.resolve();
+    await first;
+    assert.equal(guard.inFlight, 0);
+  });
+
+  test("request path: a plain GET with every gate on, and one refused while draining, read neither headers, signal nor body of the request", async () => {
+    const clock = createManualClock();
+    const stop = new AbortController();
+    const guard = createGuard(everyGate(clock, stop), host(clock));
+    const fetch = guard.wrap(() => new Response("ok"));
+    const touched: string[] = [];
+    const spied = () => {
+      const req = GET();
+      for (const name of ["headers", "signal", "body"] as const) {
+        const real = req[name];
+        Object.defineProperty(req, name, { get: () => (touched.push(name), real) });
+      }
+      return req;
+    };
+    assert.equal((await fetch(spied(), { peer: { address: "10.0.0.1" } })).status, 200);
+    assert.equal((await fetch(spied(), { peer: { address: "10.0.0.1" } })).status, 200);
+    stop.abort();
+    assert.equal((await fetch(spied(), { peer: { address: "10.0.0.1" } })).status, 503);
+    assert.deepEqual(touched, []);
+    guard.dispose();
+  });
+
+  test("body cap: with no cap and no deadline, a small declared body reaches the handler in the request itself (no second Request)", async () => {
+    const { guard } = setup({ requestTimeoutMs: Infinity });
+    let seen: Request | undefined;
+    const fetch = guard.wrap(async (request) => ((seen = request), new Response(await request.text())));
+    const req = post("hello", { "content-length": "5" });
+    const res = await fetch(req);
+    assert.equal(await res.text(), "hello");
+    assert.equal(seen, req);
+  });
+
+  test("request context: the handler gets a view with exactly the public fields; writing an internal name on it changes nothing in the guard", async () => {
+    const { guard, clock, denials } = setup({ concurrencyLimit: 4, requestTimeoutMs: 1_000, bodyLimitBytes: 10 });
+    let info: Record<string, unknown> | undefined;
+    const fetch = guard.wrap((_request, i) => {
+      info = i as unknown as Record<string, unknown>;
+      for (const name of ["overflowed", "settled", "straggling", "abandonedBy", "resolve", "failBody", "declared", "release", "finish", "answer"]) {
+        info[name] = () => {
+          throw new Error("reached");
+        };
+      }
+      info.overflowed = true;
+      return new Response("ok");
+    });
+    const res = await fetch(post("12345"));
+    assert.equal(res.status, 200, "a written `overflowed` did not turn the answer into 413");
+    assert.deepEqual(denials, []);
+    assert.equal(guard.inFlight, 0, "the permit was released through the guard's own path");
+    const names = new Set<string>();
+    for (let p = Object.getPrototypeOf(info); p !== null && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+      for (const n of Object.getOwnPropertyNames(p)) if (n !== "constructor") names.add(n);
+    }
+    assert.deepEqual(
+      [...names].sort(),
+      ["bodyLimitBytes", "context", "key", "onAbandon", "peer", "shutdownSignal", "signal", "startedAt", "timeoutMs"],
+    );
+    clock.advance(2_000);
   });
 });

@@ -1,0 +1,37 @@
+// Gate 4: the request's framing. A malformed Content-Length is refused with 400 before any
+// budget is charged or any slot or permit is taken. The declared length is kept for the body
+// cap (gate 8). A GET or HEAD is asked for its headers only when its adapter says the head
+// declares a body (on Deno and Bun a header read costs every GET).
+import { declaredLength } from "../body_limit.ts";
+import type { _Admission } from "../admission.ts";
+import { type Gate, type GateRefusal, PASS } from "./gate.ts";
+
+const MALFORMED: GateRefusal = Object.freeze({ reason: "malformed-length", status: 400 });
+
+/** The framing gate. */
+export function _framingGate(): Gate {
+  return {
+    layer: "framing",
+    processWide: false,
+    admit(a: _Admission) {
+      const request = a.request;
+      const method = request.method;
+      const bodyless = method === "GET" || method === "HEAD";
+      if (bodyless) {
+        if (a.info?.declaresBody !== true) return PASS;
+      } else {
+        // The adapter's word that the head declares no body spares reading it (on Node,
+        // reading `request.body` builds the full Request).
+        if (a.info?.declaresBody === false) return PASS;
+        a.body = request.body;
+        if (a.body === null) return PASS;
+      }
+      const headers = request.headers;
+      if (!headers.has("content-length")) return PASS;
+      const declared = declaredLength(headers);
+      if (declared.kind === "malformed") return MALFORMED;
+      a.declared = declared;
+      return PASS;
+    },
+  };
+}
