@@ -9,7 +9,7 @@ import type { PeerAddress } from "./server.ts";
 import { _emit } from "./_emit.ts";
 import { _given, _object, _show } from "./_validate.ts";
 
-/** One budget of gate 4: a limiter, the scope it speaks for, and how a request picks its bucket. */
+/** One budget of gate 5: a limiter, the scope it speaks for, and how a request picks its bucket. */
 export interface RateLimitRule {
   limiter: RateLimiter;
   /**

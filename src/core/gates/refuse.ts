@@ -11,7 +11,8 @@ const TEXTS: Readonly<Record<number, string>> = {
   503: "Service Unavailable",
 };
 
-type _Init = readonly (readonly [string, string])[];
+// A plain record: @hono/node-server writes one straight to the socket, with no Headers built.
+type _Init = Readonly<Record<string, string>>;
 // Retry-After seconds are few in practice; past this many distinct shapes, build uncached.
 const CACHE_MAX = 64;
 const cache = new Map<string, _Init>();
@@ -21,10 +22,10 @@ function _headersFor(retryAfterMs: number | undefined, close: boolean | undefine
   const id = close ? `${seconds}c` : `${seconds}`;
   let init = cache.get(id);
   if (init !== undefined) return init;
-  const list: [string, string][] = [["content-type", "text/plain; charset=utf-8"], ["cache-control", "no-store"]];
-  if (retryAfterMs !== undefined) list.push(["retry-after", String(seconds)]);
-  if (close) list.push(["connection", "close"]);
-  init = Object.freeze(list.map((h) => Object.freeze(h)));
+  const record: Record<string, string> = { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" };
+  if (retryAfterMs !== undefined) record["retry-after"] = String(seconds);
+  if (close) record["connection"] = "close";
+  init = Object.freeze(record);
   if (cache.size < CACHE_MAX) cache.set(id, init);
   return init;
 }
@@ -34,5 +35,5 @@ function _headersFor(retryAfterMs: number | undefined, close: boolean | undefine
  * `Retry-After` where given, `Connection: close` on request) from prebuilt header lists.
  */
 export function _refusalResponse(status: number, retryAfterMs?: number, close?: boolean): Response {
-  return new Response(TEXTS[status] ?? "Error", { status, headers: _headersFor(retryAfterMs, close) as [string, string][] });
+  return new Response(TEXTS[status] ?? "Error", { status, headers: _headersFor(retryAfterMs, close) });
 }
