@@ -2,7 +2,8 @@ import { type ClientKeyFunction, type ClientKeyOptions, createClientKey } from "
 import type { EventSink } from "./events.ts";
 import { createInFlightLimiter, type InFlightLimiter, type InFlightLimiterOptions, type Slot } from "./inflight_limit.ts";
 import { rateLimitedResponse } from "./rate_headers.ts";
-import type { RateLimiter } from "./rate_limiter.ts";
+import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
+import { _oneRule } from "./gates/_one_rule.ts";
 import { denyResponse } from "./responses.ts";
 import { createScopedLimiter, type ScopedLimiter } from "./scopes.ts";
 import type { PeerAddress } from "./server.ts";
@@ -58,7 +59,7 @@ export interface KeyedGates {
 export interface _KeyedParts {
   readonly keyOf: ClientKeyFunction;
   /** Gate 5: charges the request's budgets; undefined without rules. */
-  readonly rate: ScopedLimiter<{ request: Request; key: string }> | undefined;
+  readonly rate: ((request: Request, key: string, now: number) => RateDecision) | undefined;
   readonly rateLimitHeaders: boolean;
   /** Gate 6; undefined without `inFlightPerKey`. */
   readonly inFlight: InFlightLimiter | undefined;
@@ -77,7 +78,8 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink): _Keyed
   const perKey = options.inFlightPerKey === undefined ? undefined : _object("create guard", "inFlightPerKey", options.inFlightPerKey);
   if (rules.length === 0 && perKey === undefined) return undefined;
   type Ctx = { request: Request; key: string };
-  const rate: ScopedLimiter<Ctx> | undefined = rules.length === 0 ? undefined : createScopedLimiter<Ctx>({
+  // Built for one rule too: it validates the rules, and `createKeyedGates` uses it.
+  const scoped: ScopedLimiter<Ctx> | undefined = rules.length === 0 ? undefined : createScopedLimiter<Ctx>({
     scopes: rules.map((rule) => {
       const pick = rule.key;
       return {
@@ -89,6 +91,12 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink): _Keyed
     onEvent: sink,
   });
   const inFlight = perKey === undefined ? undefined : createInFlightLimiter({ overall: Infinity, ...perKey, onEvent: sink });
+  const one = rules.length === 1 ? rules[0]! : undefined;
+  const rate = scoped === undefined
+    ? undefined
+    : one !== undefined
+    ? _oneRule(one.limiter, scoped.scopes[0]!, one.key, sink)
+    : (request: Request, key: string, now: number) => scoped.take({ request, key }, 1, now);
   return { keyOf, rate, rateLimitHeaders: options.rateLimitHeaders === true, inFlight };
 }
 
@@ -100,7 +108,7 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink): _Keyed
 export function createKeyedGates(options: KeyedGatesOptions, sink: EventSink): KeyedGates | undefined {
   const parts = _keyedParts(options, sink);
   if (parts === undefined) return undefined;
-  const { keyOf, rate: scoped, inFlight } = parts;
+  const { keyOf, rate, inFlight } = parts;
   const headers = parts.rateLimitHeaders;
 
   return {
@@ -114,8 +122,8 @@ export function createKeyedGates(options: KeyedGatesOptions, sink: EventSink): K
         _emit([sink], { type: "deny", layer: "rate", reason: "limiter-error", status: 429, retryAfterMs: 1000 });
         return { ok: false, response: denyResponse(429, { retryAfterMs: 1000 }) };
       }
-      if (scoped !== undefined) {
-        const d = scoped.take({ request, key }, 1, now);
+      if (rate !== undefined) {
+        const d = rate(request, key, now);
         if (!d.allowed) return { ok: false, response: rateLimitedResponse(d, { rateLimitHeaders: headers }) };
       }
       if (inFlight === undefined) return { ok: true, key, slot: undefined };

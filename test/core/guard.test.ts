@@ -933,6 +933,31 @@ describe("guard: keyed gates", () => {
     assert.equal(guard.inFlightPerKey!.inFlight("10.0.0.1"), 0);
   });
 
+  test("rate limits: a single rule decides and reports as a scoped one: its deny event names scope and class; a throwing bucket picker fails closed with a fault", async () => {
+    const clock = createManualClock();
+    const events: HygieneEvent[] = [];
+    const guard = createGuard({
+      clock,
+      rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 1, clock, name: "ip" }), scope: "tenant", key: (r) => {
+        if (r.url.endsWith("/broken")) throw new Error("no tenant");
+        return "t1";
+      } }],
+      onEvent: (e) => events.push(e),
+    });
+    const fetch = guard.wrap(() => new Response("ok"));
+    assert.equal((await fetch(...from("10.0.0.1"))).status, 200);
+    const refused = await fetch(...from("10.0.0.2"));
+    assert.equal(refused.status, 429);
+    assert.ok(refused.headers.get("retry-after"));
+    assert.deepEqual(events.filter((e) => e.type === "deny"), [
+      { type: "deny", layer: "rate", reason: "over-limit", status: 429, retryAfterMs: 60_000, scope: "tenant", limiterClass: "ip" },
+    ]);
+    events.length = 0;
+    const broken = await fetch(new Request("http://localhost/broken"), { peer: { address: "10.0.0.3" } });
+    assert.equal(broken.status, 429);
+    assert.deepEqual(events.map((e) => e.type === "deny" ? [e.type, e.reason, e.scope] : [e.type]), [["fault"], ["deny", "limiter-error", "tenant"]]);
+  });
+
   test("guard: a key function that throws fails closed with 429 and a fault event, never a crash", async () => {
     const events: HygieneEvent[] = [];
     const guard = createGuard({

@@ -1,6 +1,7 @@
 // Gate 5: the keyed rate limits, the client key's budgets charged all or nothing, coarse to
-// fine. The scoped limiter reports its own refusals (its deny event names the scope and the
-// limiter's class); the guard sends the answer it builds (429 + Retry-After, RateLimit fields).
+// fine (a single rule asks its limiter directly). The rate limits report their own refusals
+// (the deny event names the scope and the limiter's class); the guard sends the answer built
+// here (429 + Retry-After, RateLimit fields).
 import type { EventSink } from "../events.ts";
 import type { _KeyedParts } from "../keyed_gates.ts";
 import { rateLimitedResponse } from "../rate_headers.ts";
@@ -10,7 +11,7 @@ import { _keyFor } from "./_client_key.ts";
 
 /** The rate-limit gate over the keyed parts (their `rate` must be set). */
 export function _rateLimitGate(parts: _KeyedParts, sink: EventSink): Gate {
-  const scoped = parts.rate!;
+  const take = parts.rate!;
   const headers = { rateLimitHeaders: parts.rateLimitHeaders };
   return {
     layer: "rate",
@@ -18,7 +19,7 @@ export function _rateLimitGate(parts: _KeyedParts, sink: EventSink): Gate {
     admit(a: _Admission) {
       const failed = _keyFor(a, parts, sink);
       if (failed !== undefined) return failed;
-      const d = scoped.take({ request: a.request, key: a.key! }, 1, a.startedAt);
+      const d = take(a.request, a.key!, a.startedAt);
       if (d.allowed) return PASS;
       return { reason: d.reason ?? "over-limit", status: 429, reported: true, response: rateLimitedResponse(d, headers) };
     },
