@@ -31,8 +31,11 @@ export class _Admission {
   readonly startedAt: number;
   /** The client key, once a keyed gate computed it. */
   key: string | undefined = undefined;
-  /** The body stream (null: none), read by the framing gate; undefined until then. */
-  body: ReadableStream<Uint8Array> | null = null;
+  /**
+   * The body stream: null when there is none; undefined when the head declares one that is
+   * not read yet (the body cap gate reads it).
+   */
+  body: ReadableStream<Uint8Array> | null | undefined = null;
   /** The declared length (framing gate). */
   declared: DeclaredLength | undefined = undefined;
   /** The request the handler gets: the original, or one carrying the capped body. */

@@ -1036,6 +1036,25 @@ describe("guard: the request path as one list", () => {
     guard.dispose();
   });
 
+  test("request path: a POST the concurrency limit refuses is refused from its head: its body is never read when the adapter says the head declares one", async () => {
+    const { guard, denials } = setup({ concurrencyLimit: 1, bodyLimitBytes: 100 });
+    const gate = deferred();
+    const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
+    const first = fetch(GET());
+    await flushMicrotasks();
+    const req = post("hello", { "content-length": "5" });
+    let reads = 0;
+    const real = req.body;
+    Object.defineProperty(req, "body", { get: () => (reads++, real) });
+    assert.equal((await fetch(req, { declaresBody: true })).status, 503);
+    assert.equal(reads, 0);
+    assert.deepEqual(denials.map((d) => d.layer), ["concurrency"]);
+    gate.resolve();
+    await first;
+    const admitted = await fetch(post("hello", { "content-length": "5" }), { declaresBody: true });
+    assert.equal(admitted.status, 200, "admitted, the body is read and capped as before");
+  });
+
   test("body cap: with no cap and no deadline, a small declared body reaches the handler in the request itself (no second Request)", async () => {
     const { guard } = setup({ requestTimeoutMs: Infinity });
     let seen: Request | undefined;

@@ -16,7 +16,7 @@ export function _bodyCapGate(service: number | undefined, routes: readonly Route
     processWide: false,
     admit(a: _Admission) {
       const declared = a.declared;
-      const body = a.body;
+      const body = a.body === undefined ? (a.body = a.request.body) : a.body;
       const cap = declared === undefined && body === null ? service : _capFor(a.request, service, routes);
       a.setCapBefore(cap);
       if (declared?.kind === "length" && cap !== undefined && declared.bytes > cap) {

@@ -20,11 +20,13 @@ export function _framingGate(): Gate {
       if (bodyless) {
         if (a.info?.declaresBody !== true) return PASS;
       } else {
-        // The adapter's word that the head declares no body spares reading it (on Node,
-        // reading `request.body` builds the full Request).
-        if (a.info?.declaresBody === false) return PASS;
-        a.body = request.body;
-        if (a.body === null) return PASS;
+        // The adapter's word on the head (Node) spares reading `request.body` here: on Node
+        // that builds the full Request, which a request refused by a later gate never needs.
+        // The body cap gate reads it once the request got that far.
+        const declares = a.info?.declaresBody;
+        if (declares === false) return PASS;
+        if (declares === true) a.body = undefined;
+        else if ((a.body = request.body) === null) return PASS;
       }
       const headers = request.headers;
       if (!headers.has("content-length")) return PASS;
