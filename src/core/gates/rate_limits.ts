@@ -12,7 +12,7 @@ import { _keyFor } from "./_client_key.ts";
 /** The rate-limit gate over the keyed parts (their `rate` must be set). */
 export function _rateLimitGate(parts: _KeyedParts, sink: EventSink): Gate {
   const take = parts.rate!;
-  const headers = { rateLimitHeaders: parts.rateLimitHeaders };
+  const headers = parts.rateLimitHeaders ? { rateLimitHeaders: true } : undefined;
   return {
     layer: "rate",
     processWide: false,
@@ -21,7 +21,11 @@ export function _rateLimitGate(parts: _KeyedParts, sink: EventSink): Gate {
       if (failed !== undefined) return failed;
       const d = take(a.request, a.key!, a.startedAt);
       if (d.allowed) return PASS;
-      return { reason: d.reason ?? "over-limit", status: 429, reported: true, response: rateLimitedResponse(d, headers) };
+      // Without the RateLimit fields the guard's prebuilt 429 is the same answer.
+      const reason = d.reason ?? "over-limit";
+      return headers === undefined
+        ? { reason, status: 429, retryAfterMs: d.retryAfterMs, reported: true }
+        : { reason, status: 429, reported: true, response: rateLimitedResponse(d, headers) };
     },
   };
 }
