@@ -55,8 +55,9 @@ export class _Admission {
   resolve: ((res: Response) => void) | undefined = undefined;
   timeoutMs: number;
   readonly #host: _AdmissionHost;
-  /** Slot and permit, released last-in first-out, once. */
-  #held: Disposable[] | undefined = undefined;
+  /** What the gates handed out (at most a per-key slot, then a permit), released last first, once. */
+  #first: Disposable | undefined = undefined;
+  #second: Disposable | undefined = undefined;
   #answered = false;
   #bodyLimit: number | undefined = undefined;
   /** The cap applied before the handler ran: the handler may lower it, never raise it. */
@@ -82,17 +83,23 @@ export class _Admission {
     return (this.#view ??= new _RequestView(this));
   }
 
-  /** Keeps `held` (a slot, a permit) until {@linkcode release}. */
+  /**
+   * Keeps `held` (a slot, a permit) until {@linkcode release}. Two places, not a stack: the
+   * list has two gates that hand something out (DisposableStack is not on Node 20 either).
+   */
   hold(held: Disposable): void {
-    (this.#held ??= []).push(held);
+    if (this.#first === undefined) this.#first = held;
+    else if (this.#second === undefined) this.#second = held;
+    else throw new TypeError("An admission holds at most two things");
   }
 
-  /** Gives back everything held, once: on refusal, or when the handler settles. */
+  /** Gives back everything held, last first, once: on refusal, or when the handler settles. */
   release(): void {
-    const held = this.#held;
-    if (held === undefined) return;
-    this.#held = undefined;
-    for (let i = held.length - 1; i >= 0; i--) held[i]![Symbol.dispose]();
+    const first = this.#first;
+    const second = this.#second;
+    this.#first = this.#second = undefined;
+    second?.[Symbol.dispose]();
+    first?.[Symbol.dispose]();
   }
 
   /** The body cap gate's verdict: the cap that applies before the handler runs. */
