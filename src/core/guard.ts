@@ -1,4 +1,4 @@
-import { isBodyTooLargeError } from "./body_limit.ts";
+import { type DeclaredLength, isBodyTooLargeError } from "./body_limit.ts";
 import { _unreadCloses, _withClose, closesOnUnreadBody } from "./body_caps.ts";
 import { createCleanupRegistry } from "./cleanup_registry.ts";
 import { dropConnectionAfter } from "./connection_drop.ts";
@@ -85,6 +85,11 @@ export interface ServeInfo {
    * that costs every GET a header read).
    */
   readonly declaresBody?: boolean;
+  /**
+   * The declared length as the runtime's own parser read it (node), given with
+   * `declaresBody: true`: the framing gate then reads no header of the request.
+   */
+  readonly declared?: DeclaredLength;
 }
 
 /** A Web fetch handler running behind the guard. */

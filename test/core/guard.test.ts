@@ -1055,6 +1055,21 @@ describe("guard: the request path as one list", () => {
     assert.equal(admitted.status, 200, "admitted, the body is read and capped as before");
   });
 
+  test("framing: a length the adapter's parser already read is used without reading a header; refused over the cap, or 400 when malformed", async () => {
+    const { guard, denials } = setup({ bodyLimitBytes: 4 });
+    const fetch = guard.wrap(async (request) => new Response(await request.text()));
+    const spied = (body: string) => {
+      const req = post(body, { "content-length": "abc" });
+      Object.defineProperty(req, "headers", { get: () => assert.fail("a header was read") });
+      return req;
+    };
+    assert.equal((await fetch(spied("hello"), { declaresBody: true, declared: { kind: "length", bytes: 5 } })).status, 413);
+    assert.equal((await fetch(spied("hi"), { declaresBody: true, declared: { kind: "malformed" } })).status, 400);
+    const ok = await fetch(spied("hi"), { declaresBody: true, declared: { kind: "length", bytes: 2 } });
+    assert.equal(await ok.text(), "hi");
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason]), [["body", "over-cap"], ["framing", "malformed-length"]]);
+  });
+
   test("body cap: with no cap and no deadline, a small declared body reaches the handler in the request itself (no second Request)", async () => {
     const { guard } = setup({ requestTimeoutMs: Infinity });
     let seen: Request | undefined;

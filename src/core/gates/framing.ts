@@ -17,16 +17,24 @@ export function _framingGate(): Gate {
       const request = a.request;
       const method = request.method;
       const bodyless = method === "GET" || method === "HEAD";
+      const info = a.info;
       if (bodyless) {
-        if (a.info?.declaresBody !== true) return PASS;
+        if (info?.declaresBody !== true) return PASS;
       } else {
         // The adapter's word on the head (Node) spares reading `request.body` here: on Node
         // that builds the full Request, which a request refused by a later gate never needs.
         // The body cap gate reads it once the request got that far.
-        const declares = a.info?.declaresBody;
+        const declares = info?.declaresBody;
         if (declares === false) return PASS;
         if (declares === true) a.body = undefined;
         else if ((a.body = request.body) === null) return PASS;
+      }
+      // The runtime's parser read the length already (node): no header is read here.
+      const parsed = info?.declaresBody === true ? info.declared : undefined;
+      if (parsed !== undefined) {
+        if (parsed.kind === "malformed") return MALFORMED;
+        if (parsed.kind === "length") a.declared = parsed;
+        return PASS;
       }
       const headers = request.headers;
       if (!headers.has("content-length")) return PASS;
