@@ -244,18 +244,19 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
 
   const overCap = (a: _Admission) => refuse("body", closesOnUnreadBody(a.declared) ? OVER_CAP_CLOSE : OVER_CAP);
 
+  // What the request holds is released when the handler settles — not when a 408 went out.
+  const settle = (a: _Admission) => {
+    if (a.straggling) stragglers--;
+    a.finish();
+    live.delete(a);
+    longLived.settled(a);
+  };
+
   // Gate 10, the handler: runs with the admission's view; the answer comes once.
   const run = (handler: GuardedHandler, a: _Admission): Promise<Response> => {
     live.add(a);
     return new Promise<Response>((resolve) => {
       a.resolve = resolve;
-      // What the request holds is released when the handler settles — not when a 408 went out.
-      const settle = () => {
-        if (a.straggling) stragglers--;
-        a.finish();
-        live.delete(a);
-        longLived.settled(a);
-      };
       let result: Response | Promise<Response>;
       try {
         result = handler(a.forward, a.view);
@@ -264,7 +265,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       }
       Promise.resolve(result).then(
         (res) => {
-          settle();
+          settle(a);
           if (a.overflowed) {
             if (res instanceof Response) res.body?.cancel().catch(() => {});
             a.answer(overCap(a));
@@ -279,7 +280,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
           report(a, res instanceof Response ? res.status : 500, "ok");
         },
         (error: unknown) => {
-          settle();
+          settle(a);
           if (a.overflowed || isBodyTooLargeError(error)) a.answer(overCap(a));
           else {
             // After a 408 the failure is the expected reaction to the aborted signal.
