@@ -1,5 +1,5 @@
 // The admission path's cost in process: guard.wrap(handler) with every gate on and none
-// tripping, against the bare handler; and the two deadline strategies side by side.
+// tripping, against the bare handler.
 import { createSystemClock, type Host } from "../src/core/mod.ts";
 import { createGuard } from "../src/core/guard.ts";
 import { measureAsync, report } from "./_harness.ts";
@@ -15,7 +15,7 @@ const host: Host = {
   onShutdownSignal: () => () => {},
 };
 const stop = new AbortController();
-const all = (deadlines: "wheel" | "timers") =>
+const all = () =>
   createGuard(
     {
       concurrencyLimit: 1024,
@@ -24,14 +24,11 @@ const all = (deadlines: "wheel" | "timers") =>
       memory: { ceilingBytes: 1 << 30 },
       loadMonitor: true,
       shutdown: stop,
-      deadlines,
     },
     host,
   );
-const wheelGuard = all("wheel");
-const timerGuard = all("timers");
+const wheelGuard = all();
 const wheel = wheelGuard.wrap(handler);
-const timers = timerGuard.wrap(handler);
 
 // A server's requests arrive as I/O events, so timers (the load monitor's probe, the
 // deadline wheel) run between them. A loop of awaits alone never yields to timers — the
@@ -53,10 +50,8 @@ const results = await measureAsync(
   [
   { name: "bare handler", run: loop(bare) },
   { name: "guard, every gate on (deadline wheel)", run: loop(wheel) },
-  { name: "guard, every gate on (timer per request)", run: loop(timers) },
   ],
   { runs: 7 },
 );
 report("in-process calls", results, "bare handler");
 wheelGuard.dispose();
-timerGuard.dispose();

@@ -38,7 +38,7 @@ export interface Refusal {
   readonly retryAfterMs: number;
 }
 
-/** Global in-flight permits with load shedding (gate 6 of DESIGN.md). */
+/** Global in-flight permits with load shedding (gate 7 of DESIGN.md). */
 export interface ConcurrencyLimit {
   readonly limit: number;
   readonly shedWaitMs: number;

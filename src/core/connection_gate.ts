@@ -1,7 +1,10 @@
 // Gate 0, the connection cap: how many connections may be open at once, and who gives way
 // at the cap. The adapter only reports what the transport sees (a connection opened, a
 // request began or ended on it, it closed) and carries out the verdict (answer 503 and
-// destroy, or close an idle connection); the policy lives here.
+// destroy, or close an idle connection); the policy lives here. It heads the request path's
+// gate list (DESIGN.md) but acts per connection, before any request exists, so it is not in
+// the guard's per-request list (which starts at gate 1): `serve` builds it with the guard's
+// config and event sinks, and its refusals are deny events of layer "connection".
 import type { DenyEvent, EventSink } from "./events.ts";
 import { _emit } from "./_emit.ts";
 import { _given, _options, _positiveIntOrInfinity } from "./_validate.ts";

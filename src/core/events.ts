@@ -7,12 +7,12 @@ export type DenyLayer =
   | "draining"
   | "memory"
   | "load"
+  | "framing"
   | "rate"
   | "peer"
   | "concurrency"
   | "body"
-  | "timeout"
-  | "framing";
+  | "timeout";
 
 /** The audit record of one refusal. */
 export interface DenyEvent {

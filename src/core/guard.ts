@@ -1,29 +1,39 @@
-import { declaredLength, isBodyTooLargeError, limitBody } from "./body_limit.ts";
-import { _capFor, _unreadCloses, _withClose, closesOnUnreadBody } from "./body_caps.ts";
+import { isBodyTooLargeError } from "./body_limit.ts";
+import { _unreadCloses, _withClose, closesOnUnreadBody } from "./body_caps.ts";
 import { createCleanupRegistry } from "./cleanup_registry.ts";
 import { dropConnectionAfter } from "./connection_drop.ts";
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
-import { type ConcurrencyLimit, createConcurrencyLimit, type Permit } from "./concurrency_limit.ts";
+import { type ConcurrencyLimit, createConcurrencyLimit } from "./concurrency_limit.ts";
 import { resolveConfig, type ResolvedConfig, type ServeHygieneConfig } from "./config.ts";
-import { createDeadlines } from "./deadline_wheel.ts";
+import { createDeadlineWheel } from "./deadline_wheel.ts";
 import type { DenyEvent, DenyLayer, EventSink } from "./events.ts";
 import { _emit } from "./_emit.ts";
 import { consoleLogger, type Host, type Logger } from "./host.ts";
-import { createKeyedGates, type KeyedGatesOptions, type KeyedVerdict } from "./keyed_gates.ts";
-import type { InFlightLimiter, Slot } from "./inflight_limit.ts";
+import { _keyedParts, type KeyedGatesOptions } from "./keyed_gates.ts";
+import type { InFlightLimiter } from "./inflight_limit.ts";
 import { createLoadMonitor, type LoadMonitor, type LoadMonitorOptions } from "./load_monitor.ts";
 import { createMemoryCeiling, type MemoryCeiling } from "./memory_ceiling.ts";
 import { _exemptMatcher, type ExemptOption } from "./exempt.ts";
-import { _Context, type _ContextHost, type GuardedInfo } from "./request_context.ts";
+import type { GuardedInfo } from "./request_context.ts";
+import { _Admission, type _AdmissionHost } from "./admission.ts";
 import { _createLongLived } from "./_long_lived.ts";
-import { denyResponse } from "./responses.ts";
-import type { PeerAddress } from "./server.ts";
 import { _durationMs, _given, _object, _options } from "./_validate.ts";
+import { _GATES, type Gate, type GateRefusal, type GateVerdict } from "./gates/gate.ts";
+import { _refusalResponse } from "./gates/refuse.ts";
+import { _drainingGate } from "./gates/draining.ts";
+import { _memoryGate } from "./gates/memory.ts";
+import { _loadGate } from "./gates/load.ts";
+import { _framingGate } from "./gates/framing.ts";
+import { _rateLimitGate } from "./gates/rate_limits.ts";
+import { _keyInFlightGate } from "./gates/key_in_flight.ts";
+import { _concurrencyGate } from "./gates/concurrency.ts";
+import { _bodyCapGate } from "./gates/body_cap.ts";
+import { _deadlineGate } from "./gates/deadline.ts";
 
 /** Options of {@linkcode createGuard}: the service config plus the gates' own settings. */
 export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
-  /** Gate 6: how long a request may wait for a permit (LIFO) before 503. @default 0 */
+  /** Gate 7: how long a request may wait for a permit (LIFO) before 503. @default 0 */
   shedWaitMs?: number;
   /**
    * Gate 2: shed while memory in use is above `ceilingBytes` (RSS, capped at the Host's live
@@ -49,8 +59,6 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
    * before the pre-stop delay. @default the `shutdown` option
    */
   stopping?: { readonly signal: AbortSignal };
-  /** How deadlines are timed: one shared coarse wheel, or a timer per request. @default "wheel" */
-  deadlines?: "wheel" | "timers";
   /** The audit hook: every refusal, with its layer and reason. */
   onDeny?: (event: DenyEvent) => void;
   /** A handler's error (the client only ever sees a generic 500). @default logged */
@@ -63,20 +71,8 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
   log?: Logger;
 }
 
-/**
- * What an adapter passes along with each request. `peer` may be a getter: the guard reads
- * it only when a keyed gate or the handler asks (on Bun, finding the peer costs a call).
- */
-export interface ServeInfo {
-  readonly peer?: PeerAddress;
-  /**
-   * Whether the request head declares a body (Content-Length or Transfer-Encoding), from an
-   * adapter that knows it cheaply (node). When true, a GET or HEAD has its declared length
-   * checked too; otherwise a GET or HEAD is never asked for its headers (on Deno and Bun
-   * that costs every GET a header read).
-   */
-  readonly declaresBody?: boolean;
-}
+import type { ServeInfo } from "./request_context.ts";
+export type { ServeInfo };
 
 /** A Web fetch handler running behind the guard. */
 export type GuardedHandler = (request: Request, info: GuardedInfo) => Response | Promise<Response>;
@@ -101,22 +97,25 @@ export interface Guard {
   readonly concurrency: ConcurrencyLimit;
   readonly memory: MemoryCeiling | undefined;
   readonly load: LoadMonitor | undefined;
-  /** Gate 5's per-key in-flight limiter, when configured. */
+  /** Gate 6's per-key in-flight limiter, when configured. */
   readonly inFlightPerKey: InFlightLimiter | undefined;
   readonly work: GuardWork;
   /** Stops the samplers and probes. */
   dispose(): void;
 }
 
-/** An exempt request's permit: outside the concurrency limit, nothing to give back. */
-const _UNCOUNTED: Permit = Object.freeze({ ok: true, release() {}, [Symbol.dispose]() {} });
-
 const TIMEOUT = () => new DOMException("The request deadline passed", "TimeoutError");
+const DEADLINE: GateRefusal = Object.freeze({ reason: "deadline", status: 408, close: true });
+const FORCED: GateRefusal = Object.freeze({ reason: "forced", status: 503, close: true });
+const OVER_CAP: GateRefusal = Object.freeze({ reason: "over-cap", status: 413 });
+const OVER_CAP_CLOSE: GateRefusal = Object.freeze({ reason: "over-cap", status: 413, close: true });
 
 /**
- * Composes the request path of DESIGN.md, cheapest refusal first: draining, memory ceiling,
- * load monitor, concurrency limit, framing and body cap, deadline, then the handler. A
- * permit is held until the handler's promise settles, so the in-flight count is true work.
+ * Composes the request path of DESIGN.md as one list of gates, cheapest refusal first:
+ * draining, memory ceiling, load monitor, framing, keyed rate limits, per-key in-flight cap,
+ * concurrency limit, body cap, deadline, then the handler. What a request holds (its slot, its
+ * permit) is released once, when the handler settles or a later gate refuses; a permit is
+ * held until the handler's promise settles, so the in-flight count is true work.
  *
  * @example
  * ```ts
@@ -135,6 +134,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const clock = o.clock ?? host?.clock ?? systemClock;
   const log = o.log ?? host?.log ?? consoleLogger;
   const sinks = [o.onEvent, o.onDeny === undefined ? undefined : (e: { type: string }) => e.type === "deny" && o.onDeny!(e as DenyEvent)];
+  const sink: EventSink = (event) => _emit(sinks, event);
   const reporting = o.onEvent !== undefined || o.onDeny !== undefined;
   const onError = o.onError ?? ((error: unknown) => log({ level: "error", msg: "handler failed", error }));
   const concurrency = createConcurrencyLimit({
@@ -156,198 +156,150 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const load = loadOption === false
     ? undefined
     : createLoadMonitor({ ...(loadOption === true ? {} : _object(what, "loadMonitor", loadOption)), clock });
-  // The probe starts with the first request, so start-up work between createGuard() and
-  // serving (module loading, warming caches) is not read as a stalled loop. A probe stopped
-  // for lack of requests (idleAfterMs) is restarted by the next request's admit().
-  let loadIdle = load !== undefined;
-  const deadlines = createDeadlines(_given(o.deadlines, "wheel"), clock);
+  const deadlines = createDeadlineWheel({ clock });
   const shutdown = o.shutdown?.signal;
-  const keyed = createKeyedGates(o, (event) => _emit(sinks, event));
-  const live = new Set<_Context>();
+  const keyed = _keyedParts(o, sink);
+  const live = new Set<_Admission>();
   const longLived = _createLongLived(o.stopping?.signal ?? shutdown, clock);
+  const timed = config.requestTimeoutMs !== Infinity;
   let stragglers = 0;
 
-  const deny = (layer: DenyLayer, reason: string, status: number, retryAfterMs?: number, close?: boolean) => {
-    if (reporting) _emit(sinks, { type: "deny", layer, reason, status, retryAfterMs });
-    return denyResponse(status, { retryAfterMs, close });
+  // The one place a refusal is reported and its answer built.
+  const refuse = (layer: DenyLayer, r: GateRefusal): Response => {
+    if (reporting && r.reported !== true) _emit(sinks, { type: "deny", layer, reason: r.reason, status: r.status, retryAfterMs: r.retryAfterMs });
+    return r.response ?? _refusalResponse(r.status, r.retryAfterMs, r.close);
   };
 
-  const contextHost: _ContextHost = {
+  const loadGate = load === undefined ? undefined : _loadGate(load);
+  // DESIGN.md's request path, in its order. Gate 0, the connection cap, acts per connection,
+  // before any request exists: the adapter reports connections to the connection gate
+  // (connection_gate.ts, built by serve) and refuses there; this list starts at gate 1.
+  const gates: readonly Gate[] = [
+    shutdown === undefined ? undefined : _drainingGate(shutdown), //          1 draining
+    memory === undefined ? undefined : _memoryGate(memory), //                2 memory ceiling
+    loadGate, //                                                              3 load monitor
+    _framingGate(), //                                                        4 framing
+    keyed?.rate === undefined ? undefined : _rateLimitGate(keyed, sink), //   5 keyed rate limits
+    keyed?.inFlight === undefined ? undefined : _keyInFlightGate(keyed, sink), // 6 per-key in-flight
+    _concurrencyGate(concurrency), //                                         7 concurrency limit
+    _bodyCapGate(config.bodyLimitBytes, config.routeBodyLimits, timed), //    8 body cap
+    timed ? _deadlineGate() : undefined, //                                   9 request timeout
+  ].filter((g): g is Gate => g !== undefined);
+  // Exempt requests (probes, metrics) skip the process-wide gates, never the per-client ones.
+  const exemptGates = gates.filter((g) => !g.processWide);
+
+  const admissionHost: _AdmissionHost = {
     schedule: (ms, fn, now) => deadlines.schedule(ms, fn, now),
     now: () => clock.now(),
     validateTimeout: (ms) => _durationMs("set the request timeout", "timeoutMs", ms, { infinity: true }),
-    onDeadline(ctx) {
-      if (ctx.settled) return;
-      ctx.abandon(TIMEOUT());
+    onDeadline(a) {
+      if (a.settled) return;
+      a.abandon(TIMEOUT());
       // A 408 ends its connection (RFC 9110 §15.5.9); with a body that may still be arriving,
       // even where the runtime would read it to its end (Deno).
-      const res = deny("timeout", "deadline", 408, undefined, true);
-      if (ctx.answer(ctx.failBody === undefined ? res : dropConnectionAfter(res))) {
-        ctx.straggling = true;
+      const res = refuse("timeout", DEADLINE);
+      if (a.answer(a.failBody === undefined ? res : dropConnectionAfter(res))) {
+        a.straggling = true;
         stragglers++;
       }
     },
-    onAbandon: (ctx, cleanup) => (ctx.cleanups ??= createCleanupRegistry(log)).add(cleanup),
-    abandonCleanups: (ctx, reason) => ctx.cleanups?.abandon(reason),
-    watchShutdown: (ctx) => longLived.watch(ctx),
+    newCleanups: () => createCleanupRegistry(log),
+    watchShutdown: (a) => longLived.watch(a),
   };
 
-  const answerWith = (ctx: _Context, res: Response) => {
-    const out = longLived.response(ctx, res, config.requestTimeoutMs);
+  const answerWith = (a: _Admission, res: Response) => {
+    const out = longLived.response(a, res, config.requestTimeoutMs);
     // Already answered (408, or a forced drain's 503): nobody will read this body.
-    if (!ctx.answer(out)) out.body?.cancel().catch(() => {});
+    if (!a.answer(out)) out.body?.cancel().catch(() => {});
   };
 
-  const report = (ctx: _Context, status: number, outcome: "ok" | "error") => {
+  const report = (a: _Admission, status: number, outcome: "ok" | "error") => {
     if (o.onEvent === undefined) return;
-    const timedOut = ctx.straggling;
+    const timedOut = a.straggling;
     _emit([o.onEvent], {
       type: "request",
       status: timedOut ? 408 : status,
-      durationMs: clock.now() - ctx.startedAt,
+      durationMs: clock.now() - a.startedAt,
       outcome: timedOut ? "timeout" : outcome,
     });
   };
 
-  const run = (
-    handler: GuardedHandler,
-    request: Request,
-    info: ServeInfo | undefined,
-    now: number,
-    permit: Permit,
-    key: string | undefined,
-    slot: Slot | undefined,
-  ) => {
-    // A GET or HEAD has no body to read here, but may declare one the runtime would ingest:
-    // its length is checked too when the adapter says the head declares one. The method is
-    // read first: on a lazily built request (@hono/node-server) reading body builds it.
-    const method = request.method;
-    const bodyless = method === "GET" || method === "HEAD";
-    const body = bodyless ? null : request.body;
-    const declares = body !== null || (bodyless && info?.declaresBody === true);
-    const declared = declares && request.headers.has("content-length") ? declaredLength(request.headers) : undefined;
-    if (declared?.kind === "malformed") {
-      permit.release();
-      slot?.release();
-      return Promise.resolve(deny("framing", "malformed-length", 400));
-    }
-    // Gate 8, the declared half: the cap that applies is known before the handler runs (the
-    // service cap or a declared route's), so a handler that never reads the body cannot make
-    // the runtime ingest it. Past 64 KiB the connection closes instead of reading the rest.
-    const cap = declared === undefined && body === null ? config.bodyLimitBytes : _capFor(request, config.bodyLimitBytes, config.routeBodyLimits);
-    if (declared?.kind === "length" && cap !== undefined && declared.bytes > cap) {
-      permit.release();
-      slot?.release();
-      body?.cancel().catch(() => {});
-      return Promise.resolve(deny("body", "over-cap", 413, undefined, closesOnUnreadBody(declared)));
-    }
-    const ctx = new _Context(contextHost, request, info, now, config.requestTimeoutMs, cap, key);
-    if (declared?.kind === "length") ctx.declaredBytes = declared.bytes;
-    let req = request;
-    let bodyEnded = false;
-    if (body !== null) {
-      const limited = limitBody(body, {
-        limit: () => ctx.bodyLimitBytes,
-        declared,
-        onOverflow: () => (ctx.overflowed = true),
-        onEnd: () => (bodyEnded = true),
-        bindFail: (fail) => (ctx.failBody = fail),
-      });
-      req = new Request(request, { body: limited, duplex: "half" } as RequestInit);
-    }
-    live.add(ctx);
+  const overCap = (a: _Admission) => refuse("body", closesOnUnreadBody(a.declared) ? OVER_CAP_CLOSE : OVER_CAP);
+
+  // What the request holds is released when the handler settles — not when a 408 went out.
+  const settle = (a: _Admission) => {
+    if (a.straggling) stragglers--;
+    a.finish();
+    live.delete(a);
+    longLived.settled(a);
+  };
+
+  // Gate 10, the handler: runs with the admission's view; the answer comes once.
+  const run = (handler: GuardedHandler, a: _Admission): Promise<Response> => {
+    live.add(a);
     return new Promise<Response>((resolve) => {
-      ctx.resolve = resolve;
-      // The permit is released when the handler settles — not when a 408 went out.
-      const settle = () => {
-        if (ctx.straggling) stragglers--;
-        ctx.finish();
-        live.delete(ctx);
-        longLived.settled(ctx);
-        permit.release();
-        slot?.release();
-      };
-      if (config.requestTimeoutMs !== Infinity) ctx.arm(now);
+      a.resolve = resolve;
       let result: Response | Promise<Response>;
       try {
-        // The context is also the handler's info object: { peer, context } without another allocation.
-        result = handler(req, ctx);
+        result = handler(a.forward, a.view);
       } catch (error) {
         result = Promise.reject(error);
       }
       Promise.resolve(result).then(
         (res) => {
-          settle();
-          if (ctx.overflowed) {
+          settle(a);
+          if (a.overflowed) {
             if (res instanceof Response) res.body?.cancel().catch(() => {});
-            ctx.answer(deny("body", "over-cap", 413, undefined, closesOnUnreadBody(declared)));
+            a.answer(overCap(a));
           } else if (res instanceof Response) {
             // A body the handler left unread, over 64 KiB or of unknown length: the connection
             // closes rather than make the runtime read the rest (Bun and Deno would, unbounded).
-            answerWith(ctx, !bodyEnded && _unreadCloses(request, declared, body !== null) ? _withClose(res) : res);
+            answerWith(a, !a.bodyEnded && a.body !== null && _unreadCloses(a.request, a.declared, true) ? _withClose(res) : res);
           } else {
-            onError(new TypeError("The handler did not return a Response"), request);
-            ctx.answer(denyResponse(500));
+            onError(new TypeError("The handler did not return a Response"), a.request);
+            a.answer(_refusalResponse(500));
           }
-          report(ctx, res instanceof Response ? res.status : 500, "ok");
+          report(a, res instanceof Response ? res.status : 500, "ok");
         },
         (error: unknown) => {
-          settle();
-          if (ctx.overflowed || isBodyTooLargeError(error)) ctx.answer(deny("body", "over-cap", 413, undefined, closesOnUnreadBody(declared)));
+          settle(a);
+          if (a.overflowed || isBodyTooLargeError(error)) a.answer(overCap(a));
           else {
             // After a 408 the failure is the expected reaction to the aborted signal.
-            if (ctx.abandonedBy === undefined) onError(error, request);
-            ctx.answer(denyResponse(500));
+            if (a.abandonedBy === undefined) onError(error, a.request);
+            a.answer(_refusalResponse(500));
           }
-          report(ctx, 500, "error");
+          report(a, 500, "error");
         },
       );
     });
   };
 
-  // Gate 6, then the rest; a slot reserved by gate 5 is returned on refusal.
-  const admit = (handler: GuardedHandler, request: Request, info: ServeInfo | undefined, now: number, key?: string, slot?: Slot) => {
-    const permit = concurrency.tryAcquire();
-    if (permit.ok) return run(handler, request, info, now, permit, key, slot);
-    if (concurrency.shedWaitMs === 0) {
-      slot?.release();
-      return Promise.resolve(deny("concurrency", "shed", 503, permit.retryAfterMs));
+  // Runs the gates from `i` on: synchronously until one answers with a promise (a shed wait),
+  // then on from there once it settles. The first refusal ends the request.
+  const pass = (handler: GuardedHandler, a: _Admission, list: readonly Gate[], i: number): Promise<Response> => {
+    for (; i < list.length; i++) {
+      const v = list[i]!.admit(a);
+      if (v === undefined) continue;
+      if (v instanceof Promise) {
+        const gate = list[i]!;
+        const next = i + 1;
+        return v.then((r: GateVerdict) => (r === undefined ? pass(handler, a, list, next) : denied(a, gate, r)));
+      }
+      return Promise.resolve(denied(a, list[i]!, v));
     }
-    return concurrency.acquire(request.signal).then((p) => {
-      if (p.ok) return run(handler, request, info, now, p, key, slot);
-      slot?.release();
-      return deny("concurrency", p.reason, 503, p.retryAfterMs);
-    });
+    return run(handler, a);
+  };
+  const denied = (a: _Admission, gate: Gate, r: GateRefusal): Response => {
+    a.release();
+    return refuse(gate.layer, r);
   };
 
-  const afterKeyed = (handler: GuardedHandler, request: Request, info: ServeInfo | undefined, now: number, v: KeyedVerdict) =>
-    // A refusal without a response means the client left while waiting: nobody reads this.
-    v.ok ? admit(handler, request, info, now, v.key, v.slot) : Promise.resolve(v.response ?? denyResponse(503));
-
-  // Exempt requests (probes, metrics) skip the process-wide gates, never the per-client ones.
   const exempt = _exemptMatcher(o.exempt, what);
-  const runExempt = (handler: GuardedHandler, request: Request, info: ServeInfo | undefined) => {
-    const now = clock.now();
-    const go = (v: KeyedVerdict) =>
-      v.ok ? run(handler, request, info, now, _UNCOUNTED, v.key, v.slot) : Promise.resolve(v.response ?? denyResponse(503));
-    if (keyed === undefined) return run(handler, request, info, now, _UNCOUNTED, undefined, undefined);
-    const v = keyed.check(request, info?.peer, now);
-    return v instanceof Promise ? v.then(go) : go(v);
-  };
-
   const wrap = (handler: GuardedHandler) =>
     function guarded(request: Request, info?: ServeInfo): Promise<Response> {
-      if (exempt !== undefined && exempt(request)) return runExempt(handler, request, info);
-      if (shutdown?.aborted) return Promise.resolve(deny("draining", "draining", 503, 1000, true));
-      if (memory?.shedding) return Promise.resolve(deny("memory", "over-ceiling", 503, 1000));
-      const now = clock.now();
-      if (loadIdle) {
-        loadIdle = false;
-        load!.start();
-      } else if (load !== undefined && !load.admit(now)) return Promise.resolve(deny("load", "busy", 503, load.retryAfterMs));
-      if (keyed === undefined) return admit(handler, request, info, now);
-      const v = keyed.check(request, info?.peer, now);
-      return v instanceof Promise ? v.then((r) => afterKeyed(handler, request, info, now, r)) : afterKeyed(handler, request, info, now, v);
+      const a = new _Admission(admissionHost, request, info, clock.now(), config.requestTimeoutMs);
+      return pass(handler, a, exempt !== undefined && exempt(request) ? exemptGates : gates, 0);
     };
 
   return {
@@ -369,20 +321,21 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       },
       idle: () => concurrency.idle(),
       abortAll(reason) {
-        for (const ctx of live) {
-          ctx.abandon(reason);
+        for (const a of live) {
+          a.abandon(reason);
           // Where the runtime still waits for this request's answer, it gets one and the
           // connection closes, instead of hanging until the process ends.
-          ctx.answer(deny("draining", "forced", 503, undefined, true));
+          a.answer(refuse("draining", FORCED));
         }
         longLived.force(reason);
       },
     },
     dispose() {
       longLived.dispose();
-      loadIdle = false;
+      loadGate?.dispose();
       memory?.dispose();
       load?.dispose();
     },
-  };
+    [_GATES]: gates,
+  } as Guard;
 }

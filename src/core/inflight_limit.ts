@@ -71,7 +71,7 @@ export interface InFlightRefusal {
   readonly retryAfterMs: number;
 }
 
-/** A per-key in-flight cap under a lane-wide one (gate 5 of DESIGN.md). */
+/** A per-key in-flight cap under a lane-wide one (gate 6 of DESIGN.md). */
 export interface InFlightLimiter {
   readonly perKey: number;
   readonly overall: number;

@@ -1,8 +1,5 @@
-import type { TimerHandle } from "./clock.ts";
-import type { CleanupRegistry } from "./cleanup_registry.ts";
 import type { PeerAddress } from "./server.ts";
-import { BodyTooLargeError } from "./body_limit.ts";
-import { _positiveIntOrInfinity } from "./_validate.ts";
+import type { DeclaredLength } from "./body_limit.ts";
 
 /**
  * The per-request state route-level code may read and adjust. It lives from admission
@@ -51,79 +48,60 @@ export interface GuardedInfo {
   readonly context: RequestContext;
 }
 
-/** What the guard needs from its owner to run one context. */
-export interface _ContextHost {
-  schedule(delayMs: number, fn: () => void, now: number): TimerHandle;
-  now(): number;
-  validateTimeout(ms: number): number;
-  onDeadline(ctx: _Context): void;
-  onAbandon(ctx: _Context, cleanup: (reason: unknown) => void | Promise<void>): () => void;
-  abandonCleanups(ctx: _Context, reason: unknown): void;
-  /** The request asked for its shutdown signal: fire it now if stopping, else at the stop. */
-  watchShutdown(ctx: _Context): void;
+/**
+ * What an adapter passes along with each request. `peer` may be a getter: the guard reads
+ * it only when a keyed gate or the handler asks (on Bun, finding the peer costs a call).
+ */
+export interface ServeInfo {
+  readonly peer?: PeerAddress;
+  /**
+   * Whether the request head declares a body (Content-Length or Transfer-Encoding), from an
+   * adapter that knows it cheaply (node). When true, a GET or HEAD has its declared length
+   * checked too; otherwise a GET or HEAD is never asked for its headers (on Deno and Bun
+   * that costs every GET a header read).
+   */
+  readonly declaresBody?: boolean;
+  /**
+   * The declared length as the runtime's own parser read it (node), given with
+   * `declaresBody: true`: the framing gate then reads no header of the request.
+   */
+  readonly declared?: DeclaredLength;
 }
 
-// One reason on every runtime (they report a client leaving as AbortError, BadResource or
-// Error("aborted")); the runtime's own reason is kept as the cause.
-const _clientGone = (cause?: unknown) => Object.assign(new DOMException("The client disconnected", "AbortError"), { cause });
-
 /**
- * The guard's implementation of {@linkcode RequestContext}, and of the handler's
- * {@linkcode GuardedInfo} (its `context` is itself); not exported from the package.
+ * What the view reads and sets: the guard's internal admission (admission.ts) has this
+ * shape. Declared here so that the view and the admission do not import each other.
  */
-export class _Context implements RequestContext, GuardedInfo {
-  /** The declared Content-Length, when there is one (set by the guard). */
-  declaredBytes: number | undefined = undefined;
+export interface _ViewSource {
+  readonly info: ServeInfo | undefined;
+  readonly bodyLimit: number | undefined;
+  setBodyLimit(bytes: number | undefined): void;
+  readonly timeoutMs: number;
+  setTimeoutMs(ms: number): void;
+  readonly signal: AbortSignal;
+  readonly shutdownSignal: AbortSignal;
   readonly startedAt: number;
   readonly key: string | undefined;
-  /** True once the body passed its cap: the answer becomes 413 whatever the handler says. */
-  overflowed = false;
-  /** True once the handler settled. */
-  settled = false;
-  abandonedBy: unknown = undefined;
-  /** True from a 408 until the handler settles. */
-  straggling = false;
-  /** Cleanups registered through onAbandon, created on first use. */
-  cleanups: CleanupRegistry | undefined = undefined;
-  /** Fails the request's body stream (a pending read rejects); set by the guard when there is a body. */
-  failBody: ((reason: unknown) => void) | undefined = undefined;
-  /** Resolves the guard's answer; set by the guard. */
-  resolve: ((res: Response) => void) | undefined = undefined;
-  #answered = false;
-  #bodyLimit: number | undefined;
-  /** The cap the guard applied before the handler ran: the handler may lower it, never raise it. */
-  readonly #bodyLimitBefore: number | undefined;
-  readonly #host: _ContextHost;
-  readonly #request: Request;
-  readonly #info: { readonly peer?: PeerAddress } | undefined;
-  #timeoutMs: number;
-  #deadline: TimerHandle | undefined;
-  #controller: AbortController | undefined;
-  #shutdown: AbortController | undefined;
-  #watching = false;
+  onAbandon(cleanup: (reason: unknown) => void | Promise<void>): () => void;
+}
 
-  constructor(
-    host: _ContextHost,
-    request: Request,
-    info: { readonly peer?: PeerAddress } | undefined,
-    startedAt: number,
-    timeoutMs: number,
-    bodyLimit: number | undefined,
-    key: string | undefined,
-  ) {
-    this.#host = host;
-    this.#request = request;
-    this.#info = info;
-    this.startedAt = startedAt;
-    this.#timeoutMs = timeoutMs;
-    this.#bodyLimit = bodyLimit;
-    this.#bodyLimitBefore = bodyLimit;
-    this.key = key;
+/**
+ * The one object a handler gets for its request: both its {@linkcode GuardedInfo} (`peer`,
+ * `context`) and its {@linkcode RequestContext} (`context` is itself). A view over the
+ * guard's internal admission, reached through a private field: user code can read and set
+ * only what RequestContext names (the setters validate), and a property it writes on the
+ * view is its own, never the guard's. Not exported from the package.
+ */
+export class _RequestView implements RequestContext, GuardedInfo {
+  readonly #a: _ViewSource;
+
+  constructor(admission: _ViewSource) {
+    this.#a = admission;
   }
 
   /** The transport peer, read from the adapter's info only when asked. */
   get peer(): PeerAddress | undefined {
-    return this.#info?.peer;
+    return this.#a.info?.peer;
   }
 
   get context(): RequestContext {
@@ -131,109 +109,38 @@ export class _Context implements RequestContext, GuardedInfo {
   }
 
   get bodyLimitBytes(): number | undefined {
-    return this.#bodyLimit;
+    return this.#a.bodyLimit;
   }
 
   set bodyLimitBytes(bytes: number | undefined) {
-    const what = "set the body cap";
-    if (bytes !== undefined) _positiveIntOrInfinity(what, "bodyLimitBytes", bytes);
-    const before = this.#bodyLimitBefore ?? Infinity;
-    if ((bytes ?? Infinity) > before) {
-      throw new RangeError(
-        `Cannot ${what} as "bodyLimitBytes" must be at most ${before} (the cap applied before the handler ran; ` +
-          `declare a larger cap for this route in "routeBodyLimits"): current value is ${bytes}`,
-      );
-    }
-    this.#bodyLimit = bytes;
-    if (bytes !== undefined && this.declaredBytes !== undefined && this.declaredBytes > bytes && !this.overflowed) {
-      // Refused as the guard would have refused it upfront: any read fails, the answer is 413.
-      this.overflowed = true;
-      this.failBody?.(new BodyTooLargeError(bytes));
-    }
+    this.#a.setBodyLimit(bytes);
   }
 
   get timeoutMs(): number {
-    return this.#timeoutMs;
+    return this.#a.timeoutMs;
   }
 
   set timeoutMs(ms: number) {
-    this.#timeoutMs = this.#host.validateTimeout(ms);
-    if (!this.settled && this.abandonedBy === undefined) this.arm();
+    this.#a.setTimeoutMs(ms);
   }
 
   get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController();
-      if (this.abandonedBy !== undefined) this.#controller.abort(this.abandonedBy);
-      else this.watchClient();
-    }
-    return this.#controller.signal;
+    return this.#a.signal;
   }
 
   get shutdownSignal(): AbortSignal {
-    if (this.#shutdown === undefined) {
-      this.#shutdown = new AbortController();
-      this.#host.watchShutdown(this);
-    }
-    return this.#shutdown.signal;
+    return this.#a.shutdownSignal;
   }
 
-  /** True once someone asked for the shutdown signal (its response may be long-lived). */
-  get watchesShutdown(): boolean {
-    return this.#shutdown !== undefined;
+  get startedAt(): number {
+    return this.#a.startedAt;
   }
 
-  /** The server started shutting down. */
-  fireShutdown(reason: unknown): void {
-    this.#shutdown?.abort(reason);
+  get key(): string | undefined {
+    return this.#a.key;
   }
 
   onAbandon(cleanup: (reason: unknown) => void | Promise<void>): () => void {
-    this.watchClient();
-    return this.#host.onAbandon(this, cleanup);
-  }
-
-  /** (Re)schedules the deadline from the arrival time; `now` saves a clock read when the caller has one. */
-  arm(now: number = this.#host.now()): void {
-    this.#deadline?.cancel();
-    this.#deadline = undefined;
-    if (this.#timeoutMs === Infinity) return;
-    const left = this.startedAt + this.#timeoutMs - now;
-    this.#deadline = this.#host.schedule(Math.max(0, left), () => this.#host.onDeadline(this), now);
-  }
-
-  /** Listens for the client leaving, once, only when someone asked for the signal or a cleanup. */
-  watchClient(): void {
-    if (this.#watching || this.settled) return;
-    this.#watching = true;
-    const client = this.#request.signal;
-    if (client.aborted) this.abandon(_clientGone(client.reason));
-    else client.addEventListener("abort", () => this.abandon(_clientGone(client.reason)), { once: true });
-  }
-
-  /** The request is given up before its handler settled: fire the signal and the cleanups, once. */
-  abandon(reason: unknown): void {
-    if (this.settled || this.abandonedBy !== undefined) return;
-    this.abandonedBy = reason;
-    this.#deadline?.cancel();
-    this.#controller?.abort(reason);
-    // A handler blocked reading a trickling body would otherwise wait for the client forever.
-    this.failBody?.(reason);
-    this.#host.abandonCleanups(this, reason);
-  }
-
-  /** Answers the client, once; returns whether this call did. */
-  answer(res: Response): boolean {
-    if (this.#answered || this.resolve === undefined) return false;
-    this.#answered = true;
-    this.resolve(res);
-    return true;
-  }
-
-  /** The handler settled: later abandonment is a no-op. */
-  finish(): void {
-    this.settled = true;
-    this.#deadline?.cancel();
-    this.cleanups?.complete();
+    return this.#a.onAbandon(cleanup);
   }
 }

@@ -7,6 +7,7 @@ import type { RequestContext } from "../../src/core/request_context.ts";
 import { flushMicrotasks } from "../support/flush.ts";
 import { countingBody, post } from "../support/bodies.ts";
 import { createFixedWindowLimiter } from "../../src/core/fixed_window.ts";
+import { _GATES, type Gate } from "../../src/core/gates/gate.ts";
 
 const GET = (path = "/") => new Request(`http://localhost${path}`);
 
@@ -932,6 +933,31 @@ describe("guard: keyed gates", () => {
     assert.equal(guard.inFlightPerKey!.inFlight("10.0.0.1"), 0);
   });
 
+  test("rate limits: a single rule decides and reports as a scoped one: its deny event names scope and class; a throwing bucket picker fails closed with a fault", async () => {
+    const clock = createManualClock();
+    const events: HygieneEvent[] = [];
+    const guard = createGuard({
+      clock,
+      rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 1, clock, name: "ip" }), scope: "tenant", key: (r) => {
+        if (r.url.endsWith("/broken")) throw new Error("no tenant");
+        return "t1";
+      } }],
+      onEvent: (e) => events.push(e),
+    });
+    const fetch = guard.wrap(() => new Response("ok"));
+    assert.equal((await fetch(...from("10.0.0.1"))).status, 200);
+    const refused = await fetch(...from("10.0.0.2"));
+    assert.equal(refused.status, 429);
+    assert.ok(refused.headers.get("retry-after"));
+    assert.deepEqual(events.filter((e) => e.type === "deny"), [
+      { type: "deny", layer: "rate", reason: "over-limit", status: 429, retryAfterMs: 60_000, scope: "tenant", limiterClass: "ip" },
+    ]);
+    events.length = 0;
+    const broken = await fetch(new Request("http://localhost/broken"), { peer: { address: "10.0.0.3" } });
+    assert.equal(broken.status, 429);
+    assert.deepEqual(events.map((e) => e.type === "deny" ? [e.type, e.reason, e.scope] : [e.type]), [["fault"], ["deny", "limiter-error", "tenant"]]);
+  });
+
   test("guard: a key function that throws fails closed with 429 and a fault event, never a crash", async () => {
     const events: HygieneEvent[] = [];
     const guard = createGuard({
@@ -944,5 +970,143 @@ describe("guard: keyed gates", () => {
     assert.equal(res.status, 429);
     assert.ok(res.headers.get("retry-after"));
     assert.deepEqual(events.map((e) => e.type), ["fault", "deny"]);
+  });
+});
+
+describe("guard: the request path as one list", () => {
+  const everyGate = (clock: ManualClock, stop: AbortController): GuardOptions => ({
+    clock,
+    shutdown: stop,
+    memory: { ceilingBytes: 1 << 30 },
+    loadMonitor: true,
+    rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 1000, clock }) }],
+    inFlightPerKey: { perKey: 16 },
+    concurrencyLimit: 64,
+    bodyLimitBytes: 1 << 20,
+    requestTimeoutMs: 5_000,
+  });
+  const host = (clock: ManualClock) => ({ clock, rss: () => 50_000_000, onShutdownSignal: () => () => {} });
+
+  test("request path: the gates are one list in DESIGN.md's order, each refusing under its own deny layer", () => {
+    const clock = createManualClock();
+    const guard = createGuard(everyGate(clock, new AbortController()), host(clock));
+    const gates = (guard as unknown as { [_GATES]: readonly Gate[] })[_GATES];
+    // DESIGN.md "The request path": 1 draining … 9 request timeout (gate 0 acts per connection).
+    assert.deepEqual(gates.map((g) => g.layer), ["draining", "memory", "load", "framing", "rate", "peer", "concurrency", "body", "timeout"]);
+    assert.deepEqual(gates.filter((g) => g.processWide).map((g) => g.layer), ["draining", "memory", "load", "concurrency"]);
+    guard.dispose();
+  });
+
+  test("framing: a malformed Content-Length with the concurrency limit full is refused 400, taking no permit and no slot", async () => {
+    const { guard, denials } = setup({ concurrencyLimit: 1, inFlightPerKey: { perKey: 4 } });
+    const gate = deferred();
+    const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
+    const peer = { peer: { address: "10.0.0.1" } };
+    const first = fetch(GET(), peer);
+    await flushMicrotasks();
+    const bad = new Request("http://localhost/", { method: "POST", body: "x", headers: { "content-length": "abc" } });
+    assert.equal((await fetch(bad, peer)).status, 400);
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason]), [["framing", "malformed-length"]]);
+    assert.equal(guard.inFlight, 1, "only the first request holds a permit");
+    assert.equal(guard.inFlightPerKey!.inFlight("10.0.0.1"), 1, "only the first request holds a slot");
+    gate.resolve();
+    await first;
+    assert.equal(guard.inFlight, 0);
+  });
+
+  test("request path: a plain GET with every gate on, and one refused while draining, read neither headers, signal nor body of the request", async () => {
+    const clock = createManualClock();
+    const stop = new AbortController();
+    const guard = createGuard(everyGate(clock, stop), host(clock));
+    const fetch = guard.wrap(() => new Response("ok"));
+    const touched: string[] = [];
+    const spied = () => {
+      const req = GET();
+      for (const name of ["headers", "signal", "body"] as const) {
+        const real = req[name];
+        Object.defineProperty(req, name, { get: () => (touched.push(name), real) });
+      }
+      return req;
+    };
+    assert.equal((await fetch(spied(), { peer: { address: "10.0.0.1" } })).status, 200);
+    assert.equal((await fetch(spied(), { peer: { address: "10.0.0.1" } })).status, 200);
+    stop.abort();
+    assert.equal((await fetch(spied(), { peer: { address: "10.0.0.1" } })).status, 503);
+    assert.deepEqual(touched, []);
+    guard.dispose();
+  });
+
+  test("request path: a POST the concurrency limit refuses is refused from its head: its body is never read when the adapter says the head declares one", async () => {
+    const { guard, denials } = setup({ concurrencyLimit: 1, bodyLimitBytes: 100 });
+    const gate = deferred();
+    const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
+    const first = fetch(GET());
+    await flushMicrotasks();
+    const req = post("hello", { "content-length": "5" });
+    let reads = 0;
+    const real = req.body;
+    Object.defineProperty(req, "body", { get: () => (reads++, real) });
+    assert.equal((await fetch(req, { declaresBody: true })).status, 503);
+    assert.equal(reads, 0);
+    assert.deepEqual(denials.map((d) => d.layer), ["concurrency"]);
+    gate.resolve();
+    await first;
+    const admitted = await fetch(post("hello", { "content-length": "5" }), { declaresBody: true });
+    assert.equal(admitted.status, 200, "admitted, the body is read and capped as before");
+  });
+
+  test("framing: a length the adapter's parser already read is used without reading a header; refused over the cap, or 400 when malformed", async () => {
+    const { guard, denials } = setup({ bodyLimitBytes: 4 });
+    const fetch = guard.wrap(async (request) => new Response(await request.text()));
+    const spied = (body: string) => {
+      const req = post(body, { "content-length": "abc" });
+      Object.defineProperty(req, "headers", { get: () => assert.fail("a header was read") });
+      return req;
+    };
+    assert.equal((await fetch(spied("hello"), { declaresBody: true, declared: { kind: "length", bytes: 5 } })).status, 413);
+    assert.equal((await fetch(spied("hi"), { declaresBody: true, declared: { kind: "malformed" } })).status, 400);
+    // Admitted, its headers are copied into the request carrying the capped body; the
+    // malformed header it carries was still never consulted.
+    const ok = await fetch(post("hi", { "content-length": "abc" }), { declaresBody: true, declared: { kind: "length", bytes: 2 } });
+    assert.equal(await ok.text(), "hi");
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason]), [["body", "over-cap"], ["framing", "malformed-length"]]);
+  });
+
+  test("body cap: with no cap and no deadline, a small declared body reaches the handler in the request itself (no second Request)", async () => {
+    const { guard } = setup({ requestTimeoutMs: Infinity });
+    let seen: Request | undefined;
+    const fetch = guard.wrap(async (request) => ((seen = request), new Response(await request.text())));
+    const req = post("hello", { "content-length": "5" });
+    const res = await fetch(req);
+    assert.equal(await res.text(), "hello");
+    assert.equal(seen, req);
+  });
+
+  test("request context: the handler gets a view with exactly the public fields; writing an internal name on it changes nothing in the guard", async () => {
+    const { guard, clock, denials } = setup({ concurrencyLimit: 4, requestTimeoutMs: 1_000, bodyLimitBytes: 10 });
+    let info: Record<string, unknown> | undefined;
+    const fetch = guard.wrap((_request, i) => {
+      info = i as unknown as Record<string, unknown>;
+      for (const name of ["overflowed", "settled", "straggling", "abandonedBy", "resolve", "failBody", "declared", "release", "finish", "answer"]) {
+        info[name] = () => {
+          throw new Error("reached");
+        };
+      }
+      info.overflowed = true;
+      return new Response("ok");
+    });
+    const res = await fetch(post("12345"));
+    assert.equal(res.status, 200, "a written `overflowed` did not turn the answer into 413");
+    assert.deepEqual(denials, []);
+    assert.equal(guard.inFlight, 0, "the permit was released through the guard's own path");
+    const names = new Set<string>();
+    for (let p = Object.getPrototypeOf(info); p !== null && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+      for (const n of Object.getOwnPropertyNames(p)) if (n !== "constructor") names.add(n);
+    }
+    assert.deepEqual(
+      [...names].sort(),
+      ["bodyLimitBytes", "context", "key", "onAbandon", "peer", "shutdownSignal", "signal", "startedAt", "timeoutMs"],
+    );
+    clock.advance(2_000);
   });
 });

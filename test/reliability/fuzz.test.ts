@@ -303,12 +303,11 @@ describe(`reliability (${runtime}): config and header fuzzing`, () => {
   // The knobs that take an object of options (or, for loadMonitor, a boolean): a value of
   // another type is a config mistake ("false" from an env file, a number, null) and must be
   // refused, not spread as if it were an empty options object.
-  test(`reliability (${runtime}): config loadMonitor, inFlightPerKey, memory and deadlines of the wrong type → refused with a TypeError/RangeError naming the field, never read as defaults`, () => {
+  test(`reliability (${runtime}): config loadMonitor, inFlightPerKey and memory of the wrong type → refused with a TypeError/RangeError naming the field, never read as defaults`, () => {
     const shapes: [string, (v: unknown) => boolean, (v: unknown) => GuardOptions, RegExp][] = [
       ["loadMonitor", (v) => typeof v === "boolean" || isPlainObject(v), (v) => ({ loadMonitor: v as boolean }), /"loadMonitor"/],
       ["inFlightPerKey", isPlainObject, (v) => ({ inFlightPerKey: v as object }), /"inFlightPerKey"/],
       ["memory", (v) => isPlainObject(v) && posInt((v as { ceilingBytes?: unknown }).ceilingBytes), (v) => ({ memory: v as never }), /"memory"|"ceilingBytes"/],
-      ["deadlines", (v) => v === "wheel" || v === "timers", (v) => ({ deadlines: v as "wheel" }), /"deadlines"/],
     ];
     const wrongType = fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom("false", "true", "timer", "off"), fc.integer(), fc.constant(null), fc.array(fc.nat(), { maxLength: 2 }));
     const accepted: Record<string, string[]> = {};

@@ -49,7 +49,9 @@ export function listenNode(options: NodeListenOptions): Listen {
     // compatible Request/Response as globals.
     const translate = getRequestListener((request, env) => {
       const incoming = env.incoming as IncomingMessage;
-      return fetch(request, { get peer() { return peerOf(incoming); }, declaresBody: _declaresBody(incoming) });
+      // The head decides the body's framing: the guard reads none of the translated request's headers.
+      const declaresBody = _declaresBody(incoming);
+      return fetch(request, { get peer() { return peerOf(incoming); }, declaresBody, declared: declaresBody ? _declared(incoming) : undefined });
     }, {
       errorHandler: (error) => fallbackResponse(error, options.log),
     });

@@ -1,0 +1,23 @@
+// The client key of gates 5 and 6, computed once per request by whichever gate needs it first.
+import type { EventSink } from "../events.ts";
+import type { _KeyedParts } from "../keyed_gates.ts";
+import type { _Admission } from "../admission.ts";
+import { _emit } from "../_emit.ts";
+import type { GateRefusal } from "./gate.ts";
+
+const KEY_FAILED: GateRefusal = Object.freeze({ reason: "limiter-error", status: 429, retryAfterMs: 1000 });
+
+/**
+ * Sets `a.key`, or — when the key function throws — emits a fault and returns the refusal
+ * (fail closed: 429).
+ */
+export function _keyFor(a: _Admission, parts: _KeyedParts, sink: EventSink): GateRefusal | undefined {
+  if (a.key !== undefined) return undefined;
+  try {
+    a.key = parts.keyOf(a.request, { peer: a.info?.peer });
+    return undefined;
+  } catch (error) {
+    _emit([sink], { type: "fault", source: "client-key", error, failed: "closed" });
+    return KEY_FAILED;
+  }
+}

@@ -1,0 +1,44 @@
+// Gate 5 with a single rate-limit rule: the rule's limiter asked directly, without the scoped
+// limiter's per-request context, key list and decision copy. It decides and reports exactly
+// as a scoped limiter of one scope would (peek, then take; a throwing key function or limiter
+// fails closed with the limiter's own Retry-After and a fault event).
+import type { EventSink } from "../events.ts";
+import type { RateDecision, RateLimiter } from "../rate_limiter.ts";
+import { _decision, _emitFault, _emitRateDeny } from "../_rate.ts";
+
+/** Charges one request to one rule's limiter (already validated by a scoped limiter). */
+export function _oneRule(
+  limiter: RateLimiter,
+  scope: string,
+  pick: ((request: Request, clientKey: string) => string) | undefined,
+  sink: EventSink,
+): (request: Request, key: string, now: number) => RateDecision {
+  const failClosed = (error: unknown): RateDecision => {
+    _emitFault(sink, error);
+    const hint = limiter.failClosedRetryAfterMs;
+    // A foreign limiter may not state its hint: a second, rather than a NaN Retry-After.
+    const ms = typeof hint === "number" && hint > 0 && hint < Infinity ? hint : 1000;
+    const d = _decision(false, ms, 0, limiter.limit, ms, limiter.windowMs, "limiter-error");
+    _emitRateDeny(sink, d, limiter.name, scope);
+    return d;
+  };
+  return (request, clientKey, now) => {
+    let key = clientKey;
+    let d: RateDecision;
+    try {
+      if (pick !== undefined) key = pick(request, clientKey);
+      d = limiter.peek(key, 1, now);
+    } catch (error) {
+      return failClosed(error);
+    }
+    if (!d.allowed) {
+      _emitRateDeny(sink, d, limiter.name, scope);
+      return d;
+    }
+    try {
+      return limiter.take(key, 1, now);
+    } catch (error) {
+      return failClosed(error);
+    }
+  };
+}

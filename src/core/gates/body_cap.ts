@@ -1,0 +1,42 @@
+// Gate 8: the body cap. The cap that applies (the service cap, or a declared route's) is
+// known before the handler runs, so a declared length over it is refused with 413 whether or
+// not the handler would read the body, and a handler that never reads it cannot make the
+// runtime ingest it (past 64 KiB the connection closes instead of reading the rest). A body
+// that may still pass the cap, or may have to be failed at the deadline, is handed on as a
+// byte-counting stream; with neither, the request passes untouched (no second Request).
+import { limitBody } from "../body_limit.ts";
+import { _capFor, closesOnUnreadBody, type RouteBodyLimit, UNREAD_BODY_KEEP_BYTES } from "../body_caps.ts";
+import type { _Admission } from "../admission.ts";
+import { type Gate, PASS } from "./gate.ts";
+
+/** The body cap gate. `timed`: a deadline applies (a body must be failable when it passes). */
+export function _bodyCapGate(service: number | undefined, routes: readonly RouteBodyLimit[], timed: boolean): Gate {
+  return {
+    layer: "body",
+    processWide: false,
+    admit(a: _Admission) {
+      const declared = a.declared;
+      const body = a.body === undefined ? (a.body = a.request.body) : a.body;
+      const cap = declared === undefined && body === null ? service : _capFor(a.request, service, routes);
+      a.setCapBefore(cap);
+      if (declared?.kind === "length" && cap !== undefined && declared.bytes > cap) {
+        body?.cancel().catch(() => {});
+        return { reason: "over-cap", status: 413, close: closesOnUnreadBody(declared) };
+      }
+      if (body === null) return PASS;
+      // Without a cap, a deadline or a large rest to watch (unread, it closes the connection),
+      // the body needs no counting stream: the handler reads the runtime's own.
+      const small = declared?.kind === "length" && declared.bytes <= UNREAD_BODY_KEEP_BYTES;
+      if (cap === undefined && !timed && small) return PASS;
+      const limited = limitBody(body, {
+        limit: () => a.bodyLimit,
+        declared,
+        onOverflow: () => (a.overflowed = true),
+        onEnd: () => (a.bodyEnded = true),
+        bindFail: (fail) => (a.failBody = fail),
+      });
+      a.forward = new Request(a.request, { body: limited, duplex: "half" } as RequestInit);
+      return PASS;
+    },
+  };
+}

@@ -1,0 +1,26 @@
+// Gate 7: the concurrency limit. A permit is held by the admission until the handler settles
+// (not until the response is sent), so in-flight counts are true work. At the limit the
+// request is refused at once, or after a bounded LIFO shed wait it leaves when its client goes.
+import type { ConcurrencyLimit, Permit, Refusal } from "../concurrency_limit.ts";
+import type { _Admission } from "../admission.ts";
+import { type Gate, type GateVerdict, PASS } from "./gate.ts";
+
+/** The concurrency gate over a concurrency limit. */
+export function _concurrencyGate(concurrency: ConcurrencyLimit): Gate {
+  const verdict = (a: _Admission, p: Permit | Refusal): GateVerdict => {
+    if (p.ok) {
+      a.hold(p);
+      return PASS;
+    }
+    return { reason: p.reason, status: 503, retryAfterMs: p.retryAfterMs };
+  };
+  return {
+    layer: "concurrency",
+    processWide: true,
+    admit(a: _Admission) {
+      const permit = concurrency.tryAcquire();
+      if (permit.ok || concurrency.shedWaitMs === 0) return verdict(a, permit);
+      return concurrency.acquire(a.request.signal).then((p) => verdict(a, p));
+    },
+  };
+}

@@ -1,0 +1,39 @@
+// One gate of the request path (DESIGN.md "The request path"): a small object that reads
+// only the state it owns and answers pass, a refusal, or — when it has to wait (a shed wait)
+// — a promise of either. The guard runs the gates of one list in order; the first refusal
+// ends the request there, and the guard alone emits its deny event and builds its answer.
+import type { DenyLayer } from "../events.ts";
+import type { _Admission } from "../admission.ts";
+
+/** A gate let the request through. */
+export const PASS = undefined;
+
+/** Why a gate refused a request: what the deny event and the answer are made of. */
+export interface GateRefusal {
+  /** Why, within the gate's layer: "shed", "busy", "over-cap", "malformed-length", … */
+  readonly reason: string;
+  readonly status: number;
+  /** Sent as `Retry-After`. */
+  readonly retryAfterMs?: number;
+  /** Adds `Connection: close`. */
+  readonly close?: boolean;
+  /** The answer, when the gate's own refusal carries more than the generic one (RateLimit fields). */
+  readonly response?: Response;
+  /** The gate's limiter already emitted the deny event (with its scope and class). */
+  readonly reported?: boolean;
+}
+
+/** What a gate answers: `PASS` (undefined), a refusal, or a promise of either. */
+export type GateVerdict = GateRefusal | undefined;
+
+/** One gate of the list. */
+export interface Gate {
+  /** The layer a refusal of this gate is reported under. */
+  readonly layer: DenyLayer;
+  /** Process-wide gates (draining, memory, load, concurrency) never refuse `exempt` requests. */
+  readonly processWide: boolean;
+  admit(admission: _Admission): GateVerdict | Promise<GateVerdict>;
+}
+
+/** Where a guard keeps its gate list, for tests that check the order (not exported from the package). */
+export const _GATES: unique symbol = Symbol("serve-hygiene.gates") as never;

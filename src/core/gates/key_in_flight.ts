@@ -1,0 +1,36 @@
+// Gate 6: the per-key in-flight cap. The slot is held by the admission until the handler
+// settles (or given back at once when a later gate refuses). The limiter reports its own
+// refusals. With a shed wait, a request over its key's cap waits for one of the key's slots
+// and leaves the wait when its client goes away; without one the client's signal is never read.
+import type { EventSink } from "../events.ts";
+import type { InFlightRefusal, Slot } from "../inflight_limit.ts";
+import type { _KeyedParts } from "../keyed_gates.ts";
+import type { _Admission } from "../admission.ts";
+import { type Gate, type GateVerdict, PASS } from "./gate.ts";
+import { _keyFor } from "./_client_key.ts";
+
+/** The per-key in-flight gate over the keyed parts (their `inFlight` must be set). */
+export function _keyInFlightGate(parts: _KeyedParts, sink: EventSink): Gate {
+  const limiter = parts.inFlight!;
+  const waits = limiter.shedWaitMs > 0;
+  const verdict = (a: _Admission, s: Slot | InFlightRefusal): GateVerdict => {
+    if (s.ok) {
+      a.hold(s);
+      return PASS;
+    }
+    // "aborted": the client left while waiting; there is nobody to answer, and nothing to report.
+    return s.reason === "aborted"
+      ? { reason: s.reason, status: 503, reported: true }
+      : { reason: s.reason, status: s.status, retryAfterMs: s.retryAfterMs, reported: true };
+  };
+  return {
+    layer: "peer",
+    processWide: false,
+    admit(a: _Admission) {
+      const failed = _keyFor(a, parts, sink);
+      if (failed !== undefined) return failed;
+      const s = limiter.enter(a.key!, waits ? a.request.signal : undefined);
+      return s instanceof Promise ? s.then((r) => verdict(a, r)) : verdict(a, s);
+    },
+  };
+}

@@ -1,0 +1,32 @@
+// Gate 3: the event-loop load monitor's admitted share. Its probe starts with the first
+// request, so start-up work between createGuard() and serving (module loading, warming caches)
+// is not read as a stalled loop; a probe stopped for lack of requests (idleAfterMs) is
+// restarted by the next request's admit().
+import type { LoadMonitor } from "../load_monitor.ts";
+import type { _Admission } from "../admission.ts";
+import { type Gate, PASS } from "./gate.ts";
+
+/** The load gate, and how to stop it from starting the probe (the guard was disposed). */
+export interface _LoadGate extends Gate {
+  dispose(): void;
+}
+
+/** The load gate over a load monitor. */
+export function _loadGate(load: LoadMonitor): _LoadGate {
+  let idle = true;
+  return {
+    layer: "load",
+    processWide: true,
+    admit(a: _Admission) {
+      if (idle) {
+        idle = false;
+        load.start();
+        return PASS;
+      }
+      return load.admit(a.startedAt) ? PASS : { reason: "busy", status: 503, retryAfterMs: load.retryAfterMs };
+    },
+    dispose() {
+      idle = false;
+    },
+  };
+}

@@ -1,0 +1,39 @@
+// The answers of refusals, with their headers built once: a refusal under a closed-loop storm
+// costs what it allocates, and the only allocation left is the Response that is sent.
+import { retryAfterSeconds } from "../responses.ts";
+
+const TEXTS: Readonly<Record<number, string>> = {
+  400: "Bad Request",
+  408: "Request Timeout",
+  413: "Content Too Large",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  503: "Service Unavailable",
+};
+
+// A plain record: @hono/node-server writes one straight to the socket, with no Headers built.
+type _Init = Readonly<Record<string, string>>;
+// Retry-After seconds are few in practice; past this many distinct shapes, build uncached.
+const CACHE_MAX = 64;
+const cache = new Map<string, _Init>();
+
+function _headersFor(retryAfterMs: number | undefined, close: boolean | undefined): _Init {
+  const seconds = retryAfterMs === undefined ? 0 : retryAfterSeconds(retryAfterMs);
+  const id = close ? `${seconds}c` : `${seconds}`;
+  let init = cache.get(id);
+  if (init !== undefined) return init;
+  const record: Record<string, string> = { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" };
+  if (retryAfterMs !== undefined) record["retry-after"] = String(seconds);
+  if (close) record["connection"] = "close";
+  init = Object.freeze(record);
+  if (cache.size < CACHE_MAX) cache.set(id, init);
+  return init;
+}
+
+/**
+ * A refusal's answer, as `denyResponse` builds it (generic body, `Cache-Control: no-store`,
+ * `Retry-After` where given, `Connection: close` on request) from prebuilt header lists.
+ */
+export function _refusalResponse(status: number, retryAfterMs?: number, close?: boolean): Response {
+  return new Response(TEXTS[status] ?? "Error", { status, headers: _headersFor(retryAfterMs, close) });
+}
