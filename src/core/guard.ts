@@ -2,20 +2,17 @@ import { isBodyTooLargeError } from "./body_limit.ts";
 import { _unreadCloses, _withClose, closesOnUnreadBody } from "./body_caps.ts";
 import { createCleanupRegistry } from "./cleanup_registry.ts";
 import { dropConnectionAfter } from "./connection_drop.ts";
-import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
-import { type ConcurrencyLimit, createConcurrencyLimit } from "./concurrency_limit.ts";
-import { resolveConfig, type ResolvedConfig, type ServeHygieneConfig } from "./config.ts";
+import { createConcurrencyLimit } from "./concurrency_limit.ts";
+import { resolveConfig } from "./config.ts";
 import { createDeadlineWheel } from "./deadline_wheel.ts";
 import type { DenyEvent, DenyLayer, EventSink } from "./events.ts";
 import { _emit } from "./_emit.ts";
-import { consoleLogger, type Host, type Logger } from "./host.ts";
-import { _keyedParts, type KeyedGatesOptions } from "./keyed_gates.ts";
-import type { InFlightLimiter } from "./inflight_limit.ts";
-import { createLoadMonitor, type LoadMonitor, type LoadMonitorOptions } from "./load_monitor.ts";
-import { createMemoryCeiling, type MemoryCeiling } from "./memory_ceiling.ts";
-import { _exemptMatcher, type ExemptOption } from "./exempt.ts";
-import type { GuardedInfo } from "./request_context.ts";
+import { consoleLogger, type Host } from "./host.ts";
+import { _keyedParts } from "./keyed_gates.ts";
+import { createLoadMonitor } from "./load_monitor.ts";
+import { createMemoryCeiling } from "./memory_ceiling.ts";
+import { _exemptMatcher } from "./exempt.ts";
 import { _Admission, type _AdmissionHost } from "./admission.ts";
 import { _createLongLived } from "./_long_lived.ts";
 import { _durationMs, _given, _object, _options } from "./_validate.ts";
@@ -30,79 +27,9 @@ import { _keyInFlightGate } from "./gates/key_in_flight.ts";
 import { _concurrencyGate } from "./gates/concurrency.ts";
 import { _bodyCapGate } from "./gates/body_cap.ts";
 import { _deadlineGate } from "./gates/deadline.ts";
+import type { Guard, GuardedHandler, GuardOptions, ServeInfo } from "./guard_types.ts";
 
-/** Options of {@linkcode createGuard}: the service config plus the gates' own settings. */
-export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
-  /** Gate 7: how long a request may wait for a permit (LIFO) before 503. @default 0 */
-  shedWaitMs?: number;
-  /**
-   * Gate 2: shed while memory in use is above `ceilingBytes` (RSS, capped at the Host's live
-   * memory plus the start-up footprint; see `createMemoryCeiling`). Off unless set, and off
-   * without a Host RSS reader. `collect` (default true): collect garbage before deciding,
-   * where the Host can.
-   */
-  memory?: { ceilingBytes: number; intervalMs?: number; resumeBelowBytes?: number; collect?: boolean };
-  /**
-   * Requests the process-wide gates (draining, memory, load, concurrency) never refuse:
-   * exact paths (`["/healthz", "/readyz", "/metrics"]`) or a predicate. Checked first, without
-   * parsing the URL; they still meet the keyed limits, the body cap and the timeout, and
-   * hold no permit. Readiness answers 503 by itself while draining or shedding.
-   */
-  exempt?: ExemptOption;
-  /** Gate 3: the event-loop load monitor. @default on when a Host is given, off without one */
-  loadMonitor?: boolean | LoadMonitorOptions;
-  /** Gate 1: once this signal aborts (the shutdown controller's), new requests get 503 + `Connection: close`. */
-  shutdown?: { readonly signal: AbortSignal };
-  /**
-   * Once this signal aborts, every request's `context.shutdownSignal` fires (long-lived
-   * responses should finish). `serve` passes its controller: it fires at the stop signal,
-   * before the pre-stop delay. @default the `shutdown` option
-   */
-  stopping?: { readonly signal: AbortSignal };
-  /** The audit hook: every refusal, with its layer and reason. */
-  onDeny?: (event: DenyEvent) => void;
-  /** A handler's error (the client only ever sees a generic 500). @default logged */
-  onError?: (error: unknown, request: Request) => void;
-  /** The metrics sink: deny, request and fault events. */
-  onEvent?: EventSink;
-  /** @default the Host's clock, else systemClock */
-  clock?: Clock;
-  /** @default the Host's logger, else consoleLogger */
-  log?: Logger;
-}
-
-import type { ServeInfo } from "./request_context.ts";
-export type { ServeInfo };
-
-/** A Web fetch handler running behind the guard. */
-export type GuardedHandler = (request: Request, info: GuardedInfo) => Response | Promise<Response>;
-
-/** The work the drain waits on (see `runUntilDrained`). */
-export interface GuardWork {
-  readonly inFlight: number;
-  idle(): Promise<void>;
-  /** Abandons every in-flight request: signals fire, cleanups run. */
-  abortAll(reason: unknown): void;
-}
-
-/** The composed request path. */
-export interface Guard {
-  readonly config: ResolvedConfig;
-  /** Wraps a handler into a Web fetch handler `(request, info?) => Promise<Response>`. */
-  wrap(handler: GuardedHandler): (request: Request, info?: ServeInfo) => Promise<Response>;
-  /** Handlers running now (permits held), stragglers included. */
-  readonly inFlight: number;
-  /** Requests already answered 408 whose handlers have not settled yet. */
-  readonly stragglers: number;
-  readonly concurrency: ConcurrencyLimit;
-  readonly memory: MemoryCeiling | undefined;
-  readonly load: LoadMonitor | undefined;
-  /** Gate 6's per-key in-flight limiter, when configured. */
-  readonly inFlightPerKey: InFlightLimiter | undefined;
-  readonly work: GuardWork;
-  /** Stops the samplers and probes. */
-  dispose(): void;
-}
+export type { Guard, GuardedHandler, GuardOptions, GuardWork, ServeInfo } from "./guard_types.ts";
 
 const TIMEOUT = () => new DOMException("The request deadline passed", "TimeoutError");
 const DEADLINE: GateRefusal = Object.freeze({ reason: "deadline", status: 408, close: true });

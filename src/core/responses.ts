@@ -2,7 +2,8 @@
 // limit tripped or whether a credential was valid (the deny event says that, to operators).
 import type { Logger } from "./host.ts";
 
-const TEXTS: Readonly<Record<number, string>> = {
+/** The generic body of each refusal status (internal: shared with the gates' prebuilt answers). */
+export const _TEXTS: Readonly<Record<number, string>> = {
   400: "Bad Request",
   408: "Request Timeout",
   413: "Content Too Large",
@@ -42,7 +43,7 @@ export function denyResponse(status: number, options: DenyResponseOptions = {}):
   headers.set("cache-control", "no-store");
   if (options.retryAfterMs !== undefined) headers.set("retry-after", String(retryAfterSeconds(options.retryAfterMs)));
   if (options.close) headers.set("connection", "close");
-  return new Response(TEXTS[status] ?? "Error", { status, headers });
+  return new Response(_TEXTS[status] ?? "Error", { status, headers });
 }
 
 /**

@@ -1,15 +1,6 @@
 // The answers of refusals, with their headers built once: a refusal under a closed-loop storm
 // costs what it allocates, and the only allocation left is the Response that is sent.
-import { retryAfterSeconds } from "../responses.ts";
-
-const TEXTS: Readonly<Record<number, string>> = {
-  400: "Bad Request",
-  408: "Request Timeout",
-  413: "Content Too Large",
-  429: "Too Many Requests",
-  500: "Internal Server Error",
-  503: "Service Unavailable",
-};
+import { _TEXTS as TEXTS, retryAfterSeconds } from "../responses.ts";
 
 // A plain record: @hono/node-server writes one straight to the socket, with no Headers built.
 type _Init = Readonly<Record<string, string>>;

@@ -1,0 +1,85 @@
+// The guard's public types: its options, the handler it wraps, and what it returns.
+// createGuard (guard.ts) composes the request path; these are what callers see of it.
+import type { Clock } from "./clock.ts";
+import type { ConcurrencyLimit } from "./concurrency_limit.ts";
+import type { ResolvedConfig, ServeHygieneConfig } from "./config.ts";
+import type { DenyEvent, EventSink } from "./events.ts";
+import type { ExemptOption } from "./exempt.ts";
+import type { Logger } from "./host.ts";
+import type { InFlightLimiter } from "./inflight_limit.ts";
+import type { KeyedGatesOptions } from "./keyed_gates.ts";
+import type { LoadMonitor, LoadMonitorOptions } from "./load_monitor.ts";
+import type { MemoryCeiling } from "./memory_ceiling.ts";
+import type { GuardedInfo, ServeInfo } from "./request_context.ts";
+
+export type { ServeInfo };
+/** Options of {@linkcode createGuard}: the service config plus the gates' own settings. */
+export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
+  /** Gate 7: how long a request may wait for a permit (LIFO) before 503. @default 0 */
+  shedWaitMs?: number;
+  /**
+   * Gate 2: shed while memory in use is above `ceilingBytes` (RSS, capped at the Host's live
+   * memory plus the start-up footprint; see `createMemoryCeiling`). Off unless set, and off
+   * without a Host RSS reader. `collect` (default true): collect garbage before deciding,
+   * where the Host can.
+   */
+  memory?: { ceilingBytes: number; intervalMs?: number; resumeBelowBytes?: number; collect?: boolean };
+  /**
+   * Requests the process-wide gates (draining, memory, load, concurrency) never refuse:
+   * exact paths (`["/healthz", "/readyz", "/metrics"]`) or a predicate. Checked first, without
+   * parsing the URL; they still meet the keyed limits, the body cap and the timeout, and
+   * hold no permit. Readiness answers 503 by itself while draining or shedding.
+   */
+  exempt?: ExemptOption;
+  /** Gate 3: the event-loop load monitor. @default on when a Host is given, off without one */
+  loadMonitor?: boolean | LoadMonitorOptions;
+  /** Gate 1: once this signal aborts (the shutdown controller's), new requests get 503 + `Connection: close`. */
+  shutdown?: { readonly signal: AbortSignal };
+  /**
+   * Once this signal aborts, every request's `context.shutdownSignal` fires (long-lived
+   * responses should finish). `serve` passes its controller: it fires at the stop signal,
+   * before the pre-stop delay. @default the `shutdown` option
+   */
+  stopping?: { readonly signal: AbortSignal };
+  /** The audit hook: every refusal, with its layer and reason. */
+  onDeny?: (event: DenyEvent) => void;
+  /** A handler's error (the client only ever sees a generic 500). @default logged */
+  onError?: (error: unknown, request: Request) => void;
+  /** The metrics sink: deny, request and fault events. */
+  onEvent?: EventSink;
+  /** @default the Host's clock, else systemClock */
+  clock?: Clock;
+  /** @default the Host's logger, else consoleLogger */
+  log?: Logger;
+}
+
+
+/** A Web fetch handler running behind the guard. */
+export type GuardedHandler = (request: Request, info: GuardedInfo) => Response | Promise<Response>;
+
+/** The work the drain waits on (see `runUntilDrained`). */
+export interface GuardWork {
+  readonly inFlight: number;
+  idle(): Promise<void>;
+  /** Abandons every in-flight request: signals fire, cleanups run. */
+  abortAll(reason: unknown): void;
+}
+
+/** The composed request path. */
+export interface Guard {
+  readonly config: ResolvedConfig;
+  /** Wraps a handler into a Web fetch handler `(request, info?) => Promise<Response>`. */
+  wrap(handler: GuardedHandler): (request: Request, info?: ServeInfo) => Promise<Response>;
+  /** Handlers running now (permits held), stragglers included. */
+  readonly inFlight: number;
+  /** Requests already answered 408 whose handlers have not settled yet. */
+  readonly stragglers: number;
+  readonly concurrency: ConcurrencyLimit;
+  readonly memory: MemoryCeiling | undefined;
+  readonly load: LoadMonitor | undefined;
+  /** Gate 6's per-key in-flight limiter, when configured. */
+  readonly inFlightPerKey: InFlightLimiter | undefined;
+  readonly work: GuardWork;
+  /** Stops the samplers and probes. */
+  dispose(): void;
+}
