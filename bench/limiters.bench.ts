@@ -7,12 +7,12 @@
 // Code that makes a closure per call (a permit's or a slot's release) therefore reads slower
 // here than from the tsc-built dist/, which has no such wrapper. Bundle this file with
 // esbuild (no keepNames) and run it with plain node to see the difference.
-import { createFixedWindowLimiter } from "../src/core/fixed_window.ts";
-import { createTokenBucketLimiter } from "../src/core/token_bucket.ts";
-import { createInFlightLimiter, type Slot } from "../src/core/inflight_limit.ts";
-import { createScopedLimiter } from "../src/core/scopes.ts";
-import { createClientKey } from "../src/core/client_key.ts";
-import { createConcurrencyLimit } from "../src/core/concurrency_limit.ts";
+import { createFixedWindowLimiter } from "../src/core/limits/fixed_window.ts";
+import { createTokenBucketLimiter } from "../src/core/limits/token_bucket.ts";
+import { createInFlightLimiter, type Slot } from "../src/core/limits/inflight_limit.ts";
+import { createScopedLimiter } from "../src/core/limits/scopes.ts";
+import { createClientKey } from "../src/core/limits/client_key.ts";
+import { createConcurrencyLimit } from "../src/core/overload/concurrency_limit.ts";
 import { measure, report } from "./_harness.ts";
 
 // Budgets large enough that the hot key stays on the admit path for every run.

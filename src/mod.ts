@@ -133,5 +133,5 @@ export {
 export type { ServeErrorCode, ServeErrorKind } from "./core/mod.ts";
 
 // For users' own tests: time that moves only when told.
-export { createManualClock } from "./core/mod.ts";
-export type { ManualClock } from "./core/mod.ts";
+export { createManualClock } from "./testing/mod.ts";
+export type { ManualClock } from "./testing/mod.ts";

@@ -11,7 +11,7 @@
 // built its AbortController (the per-key in-flight gate read request.signal).
 import { createNodeHost } from "../../src/adapters/node/host.ts";
 import { listenNode } from "../../src/adapters/node/server.ts";
-import { createFixedWindowLimiter } from "../../src/core/fixed_window.ts";
+import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { type Listen, serveWith } from "../../src/core/mod.ts";
 
 const built = (request: Request) =>

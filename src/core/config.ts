@@ -1,5 +1,5 @@
 import { _durationMs, _options, _positiveIntOrInfinity } from "./_validate.ts";
-import { _bodyLimitCeiling, _resolveRouteBodyLimits, type RouteBodyLimit } from "./body_caps.ts";
+import { _bodyLimitCeiling, _resolveRouteBodyLimits, type RouteBodyLimit } from "./request/body_caps.ts";
 
 /** The service-wide knobs. Every field is optional; {@linkcode resolveConfig} fills defaults. */
 export interface ServeHygieneConfig {

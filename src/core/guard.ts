@@ -1,32 +1,37 @@
-import { isBodyTooLargeError } from "./body_limit.ts";
-import { _unreadCloses, _withClose, closesOnUnreadBody } from "./body_caps.ts";
-import { createCleanupRegistry } from "./cleanup_registry.ts";
-import { dropConnectionAfter } from "./connection_drop.ts";
+import { isBodyTooLargeError } from "./request/body_limit.ts";
+import { _unreadCloses, _withClose, closesOnUnreadBody } from "./request/body_caps.ts";
+import { createCleanupRegistry } from "./request/cleanup_registry.ts";
+import { dropConnectionAfter } from "./request/connection_drop.ts";
 import { systemClock } from "./clock.ts";
-import { createConcurrencyLimit } from "./concurrency_limit.ts";
+import { createConcurrencyLimit } from "./overload/concurrency_limit.ts";
 import { resolveConfig } from "./config.ts";
-import { createDeadlineWheel } from "./deadline_wheel.ts";
+import { createDeadlineWheel } from "./request/deadline_wheel.ts";
 import type { DenyEvent, DenyLayer, EventSink } from "./events.ts";
 import { _emit } from "./_emit.ts";
-import { consoleLogger, type Host } from "./host.ts";
-import { _keyedParts } from "./keyed_gates.ts";
-import { createLoadMonitor } from "./load_monitor.ts";
-import { createMemoryCeiling } from "./memory_ceiling.ts";
-import { _exemptMatcher } from "./exempt.ts";
-import { _Admission, type _AdmissionHost } from "./admission.ts";
-import { _createLongLived } from "./_long_lived.ts";
+import { consoleLogger, type Host } from "./host/host.ts";
+import { _keyedParts } from "./limits/keyed_gates.ts";
+import { createLoadMonitor } from "./overload/load_monitor.ts";
+import { createMemoryCeiling } from "./overload/memory_ceiling.ts";
+import { _exemptMatcher } from "./request/exempt.ts";
+import { _Admission, type _AdmissionHost } from "./request/admission.ts";
+import { _createLongLived } from "./request/_long_lived.ts";
 import { _durationMs, _given, _object, _options } from "./_validate.ts";
-import { _GATES, type Gate, type GateRefusal, type GateVerdict } from "./gates/gate.ts";
-import { _refusalResponse } from "./gates/refuse.ts";
-import { _drainingGate } from "./gates/draining.ts";
-import { _memoryGate } from "./gates/memory.ts";
-import { _loadGate } from "./gates/load.ts";
-import { _framingGate } from "./gates/framing.ts";
-import { _rateLimitGate } from "./gates/rate_limits.ts";
-import { _keyInFlightGate } from "./gates/key_in_flight.ts";
-import { _concurrencyGate } from "./gates/concurrency.ts";
-import { _bodyCapGate } from "./gates/body_cap.ts";
-import { _deadlineGate } from "./gates/deadline.ts";
+import {
+  _GATES,
+  type Gate,
+  type GateRefusal,
+  type GateVerdict,
+  _refusalResponse,
+  _drainingGate,
+  _memoryGate,
+  _loadGate,
+  _framingGate,
+  _rateLimitGate,
+  _keyInFlightGate,
+  _concurrencyGate,
+  _bodyCapGate,
+  _deadlineGate,
+} from "./gates/mod.ts";
 import type { Guard, GuardedHandler, GuardOptions, ServeInfo } from "./guard_types.ts";
 
 export type { Guard, GuardedHandler, GuardOptions, GuardWork, ServeInfo } from "./guard_types.ts";

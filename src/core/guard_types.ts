@@ -1,16 +1,16 @@
 // The guard's public types: its options, the handler it wraps, and what it returns.
 // createGuard (guard.ts) composes the request path; these are what callers see of it.
 import type { Clock } from "./clock.ts";
-import type { ConcurrencyLimit } from "./concurrency_limit.ts";
+import type { ConcurrencyLimit } from "./overload/concurrency_limit.ts";
 import type { ResolvedConfig, ServeHygieneConfig } from "./config.ts";
 import type { DenyEvent, EventSink } from "./events.ts";
-import type { ExemptOption } from "./exempt.ts";
-import type { Logger } from "./host.ts";
-import type { InFlightLimiter } from "./inflight_limit.ts";
-import type { KeyedGatesOptions } from "./keyed_gates.ts";
-import type { LoadMonitor, LoadMonitorOptions } from "./load_monitor.ts";
-import type { MemoryCeiling } from "./memory_ceiling.ts";
-import type { GuardedInfo, ServeInfo } from "./request_context.ts";
+import type { ExemptOption } from "./request/exempt.ts";
+import type { Logger } from "./host/host.ts";
+import type { InFlightLimiter } from "./limits/inflight_limit.ts";
+import type { KeyedGatesOptions } from "./limits/keyed_gates.ts";
+import type { LoadMonitor, LoadMonitorOptions } from "./overload/load_monitor.ts";
+import type { MemoryCeiling } from "./overload/memory_ceiling.ts";
+import type { GuardedInfo, ServeInfo } from "./request/request_context.ts";
 
 export type { ServeInfo };
 /** Options of {@linkcode createGuard}: the service config plus the gates' own settings. */

@@ -1,13 +1,13 @@
 import type { ResolvedConfig } from "./config.ts";
-import { type ConnectionGate, createConnectionGate } from "./connection_gate.ts";
-import { type DrainOutcome, runUntilDrained } from "./drain.ts";
-import { exitCodeFor } from "./exit_code.ts";
+import { type ConnectionGate, createConnectionGate } from "./overload/connection_gate.ts";
+import { type DrainOutcome, runUntilDrained } from "./lifecycle/drain.ts";
+import { exitCodeFor } from "./lifecycle/exit_code.ts";
 import { createGuard, type Guard, type GuardedHandler, type GuardOptions, type ServeInfo } from "./guard.ts";
-import { consoleLogger, type Host } from "./host.ts";
-import { validateLifecycle } from "./lifecycle_config.ts";
-import { createHealth, type Health } from "./readiness.ts";
-import type { Server, ServerAddress } from "./server.ts";
-import { createShutdownController, type ShutdownController } from "./shutdown_controller.ts";
+import { consoleLogger, type Host } from "./host/host.ts";
+import { validateLifecycle } from "./lifecycle/lifecycle_config.ts";
+import { createHealth, type Health } from "./lifecycle/readiness.ts";
+import type { Server, ServerAddress } from "./host/server.ts";
+import { createShutdownController, type ShutdownController } from "./lifecycle/shutdown_controller.ts";
 import { _options } from "./_validate.ts";
 
 /** Options of an adapter's `serve(handler, options)`: where to listen, the guard, the lifecycle. */

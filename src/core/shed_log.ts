@@ -1,7 +1,7 @@
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import type { DenyEvent, HygieneEvent } from "./events.ts";
-import type { Logger, LogRecord } from "./host.ts";
+import type { Logger, LogRecord } from "./host/host.ts";
 import { _durationMs, _given, _options, _show } from "./_validate.ts";
 
 /** Options of {@linkcode createShedLogger}. */

@@ -10,7 +10,6 @@ import {
   createGuard,
   createInFlightLimiter,
   createLoadMonitor,
-  createManualClock,
   createMemoryCeiling,
   createShutdownController,
   resolveConfig,
@@ -18,6 +17,7 @@ import {
   validateLifecycle,
 } from "../../src/core/mod.ts";
 import { createShedLogger } from "../../src/core/shed_log.ts";
+import { createManualClock } from "../../src/testing/mod.ts";
 import { timeout } from "../../src/hono/mod.ts";
 import { createFakeServer } from "../support/fake_server.ts";
 

@@ -1,12 +1,12 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createGuard, type GuardOptions } from "../../src/core/guard.ts";
-import { createManualClock, type ManualClock } from "../../src/core/manual_clock.ts";
+import { createManualClock, type ManualClock } from "../../src/testing/manual_clock.ts";
 import type { DenyEvent, HygieneEvent } from "../../src/core/events.ts";
-import type { RequestContext } from "../../src/core/request_context.ts";
+import type { RequestContext } from "../../src/core/request/request_context.ts";
 import { flushMicrotasks } from "../support/flush.ts";
 import { countingBody, post } from "../support/bodies.ts";
-import { createFixedWindowLimiter } from "../../src/core/fixed_window.ts";
+import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { _GATES, type Gate } from "../../src/core/gates/gate.ts";
 
 const GET = (path = "/") => new Request(`http://localhost${path}`);

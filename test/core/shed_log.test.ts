@@ -2,10 +2,10 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createShedLogger } from "../../src/core/shed_log.ts";
 import type { DenyEvent } from "../../src/core/events.ts";
-import type { LogRecord } from "../../src/core/host.ts";
+import type { LogRecord } from "../../src/core/host/host.ts";
 import { createGuard } from "../../src/core/guard.ts";
-import { createManualClock } from "../../src/core/manual_clock.ts";
-import { createFixedWindowLimiter } from "../../src/core/fixed_window.ts";
+import { createManualClock } from "../../src/testing/manual_clock.ts";
+import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { flushMicrotasks } from "../support/flush.ts";
 
 const SHED: DenyEvent = { type: "deny", layer: "concurrency", reason: "shed", status: 503, retryAfterMs: 1000 };

@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { validateLifecycle } from "../../src/core/lifecycle_config.ts";
+import { validateLifecycle } from "../../src/core/lifecycle/lifecycle_config.ts";
 import { runtime } from "../support/runtime.ts";
 
 const read = (name: string) => readFileSync(new URL(`../../examples/deploy/${name}`, import.meta.url), "utf8");

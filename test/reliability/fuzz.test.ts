@@ -10,11 +10,11 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { runtime } from "../support/runtime.ts";
 import { createGuard, type GuardOptions } from "../../src/core/guard.ts";
-import { createManualClock } from "../../src/core/manual_clock.ts";
-import { createFixedWindowLimiter } from "../../src/core/fixed_window.ts";
-import { createTokenBucketLimiter } from "../../src/core/token_bucket.ts";
-import { createClientKey } from "../../src/core/client_key.ts";
-import { validateLifecycle } from "../../src/core/lifecycle_config.ts";
+import { createManualClock } from "../../src/testing/manual_clock.ts";
+import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
+import { createTokenBucketLimiter } from "../../src/core/limits/token_bucket.ts";
+import { createClientKey } from "../../src/core/limits/client_key.ts";
+import { validateLifecycle } from "../../src/core/lifecycle/lifecycle_config.ts";
 
 type Rule = (v: unknown) => boolean;
 const num = (v: unknown): v is number => typeof v === "number";

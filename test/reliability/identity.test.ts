@@ -9,11 +9,11 @@ import assert from "node:assert/strict";
 import { runtime } from "../support/runtime.ts";
 import { collectGarbage, heapUsedBytes } from "../support/memory.ts";
 import { openSock, type Running, startServer } from "../support/reliability.ts";
-import { createFixedWindowLimiter } from "../../src/core/fixed_window.ts";
-import { createTokenBucketLimiter } from "../../src/core/token_bucket.ts";
-import { createInFlightLimiter } from "../../src/core/inflight_limit.ts";
+import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
+import { createTokenBucketLimiter } from "../../src/core/limits/token_bucket.ts";
+import { createInFlightLimiter } from "../../src/core/limits/inflight_limit.ts";
 import { createGuard } from "../../src/core/guard.ts";
-import { createManualClock } from "../../src/core/manual_clock.ts";
+import { createManualClock } from "../../src/testing/manual_clock.ts";
 
 const KEYS = 1_000_000;
 const MAX_KEYS = 4096;

@@ -1,9 +1,9 @@
 // A Host test double: a manual clock, a settable RSS, stop signals delivered by hand, and
 // every log record captured. Installs go through the real installShutdownSignals, so the
 // double logs and skips a failed install exactly as the adapters do.
-import type { Host, LogRecord, ShutdownSignal } from "../../src/core/host.ts";
-import { createManualClock, type ManualClock } from "../../src/core/manual_clock.ts";
-import { installShutdownSignals } from "../../src/core/signals.ts";
+import type { Host, LogRecord, ShutdownSignal } from "../../src/core/host/host.ts";
+import { createManualClock, type ManualClock } from "../../src/testing/manual_clock.ts";
+import { installShutdownSignals } from "../../src/core/host/signals.ts";
 
 export interface FakeHostOptions {
   /** Signals whose install throws (logged and skipped by installShutdownSignals). */

@@ -1,5 +1,5 @@
 // A Server test double: every outcome is in the test's hands, nothing listens.
-import type { Server } from "../../src/core/server.ts";
+import type { Server } from "../../src/core/host/server.ts";
 
 export interface FakeServerOptions {
   /**

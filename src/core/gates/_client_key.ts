@@ -1,7 +1,7 @@
 // The client key of gates 5 and 6, computed once per request by whichever gate needs it first.
 import type { EventSink } from "../events.ts";
-import type { _KeyedParts } from "../keyed_gates.ts";
-import type { _Admission } from "../admission.ts";
+import type { _KeyedParts } from "../limits/keyed_gates.ts";
+import type { _Admission } from "../request/admission.ts";
 import { _emit } from "../_emit.ts";
 import type { GateRefusal } from "./gate.ts";
 

@@ -3,8 +3,8 @@
 // as a scoped limiter of one scope would (peek, then take; a throwing key function or limiter
 // fails closed with the limiter's own Retry-After and a fault event).
 import type { EventSink } from "../events.ts";
-import type { RateDecision, RateLimiter } from "../rate_limiter.ts";
-import { _decision, _emitFault, _emitRateDeny } from "../_rate.ts";
+import type { RateDecision, RateLimiter } from "../limits/rate_limiter.ts";
+import { _decision, _emitFault, _emitRateDeny } from "../limits/_rate.ts";
 
 /** Charges one request to one rule's limiter (already validated by a scoped limiter). */
 export function _oneRule(

@@ -4,9 +4,9 @@
 // runtime ingest it (past 64 KiB the connection closes instead of reading the rest). A body
 // that may still pass the cap, or may have to be failed at the deadline, is handed on as a
 // byte-counting stream; with neither, the request passes untouched (no second Request).
-import { limitBody } from "../body_limit.ts";
-import { _capFor, closesOnUnreadBody, type RouteBodyLimit, UNREAD_BODY_KEEP_BYTES } from "../body_caps.ts";
-import type { _Admission } from "../admission.ts";
+import { limitBody } from "../request/body_limit.ts";
+import { _capFor, closesOnUnreadBody, type RouteBodyLimit, UNREAD_BODY_KEEP_BYTES } from "../request/body_caps.ts";
+import type { _Admission } from "../request/admission.ts";
 import { type Gate, PASS } from "./gate.ts";
 
 /** The body cap gate. `timed`: a deadline applies (a body must be failable when it passes). */

@@ -1,8 +1,8 @@
 // Gate 7: the concurrency limit. A permit is held by the admission until the handler settles
 // (not until the response is sent), so in-flight counts are true work. At the limit the
 // request is refused at once, or after a bounded LIFO shed wait it leaves when its client goes.
-import type { ConcurrencyLimit, Permit, Refusal } from "../concurrency_limit.ts";
-import type { _Admission } from "../admission.ts";
+import type { ConcurrencyLimit, Permit, Refusal } from "../overload/concurrency_limit.ts";
+import type { _Admission } from "../request/admission.ts";
 import { type Gate, type GateVerdict, PASS } from "./gate.ts";
 
 /** The concurrency gate over a concurrency limit. */

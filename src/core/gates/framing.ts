@@ -2,8 +2,8 @@
 // budget is charged or any slot or permit is taken. The declared length is kept for the body
 // cap (gate 8). A GET or HEAD is asked for its headers only when its adapter says the head
 // declares a body (on Deno and Bun a header read costs every GET).
-import { declaredLength } from "../body_limit.ts";
-import type { _Admission } from "../admission.ts";
+import { declaredLength } from "../request/body_limit.ts";
+import type { _Admission } from "../request/admission.ts";
 import { type Gate, type GateRefusal, PASS } from "./gate.ts";
 
 const MALFORMED: GateRefusal = Object.freeze({ reason: "malformed-length", status: 400 });

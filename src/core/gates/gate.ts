@@ -3,7 +3,7 @@
 // — a promise of either. The guard runs the gates of one list in order; the first refusal
 // ends the request there, and the guard alone emits its deny event and builds its answer.
 import type { DenyLayer } from "../events.ts";
-import type { _Admission } from "../admission.ts";
+import type { _Admission } from "../request/admission.ts";
 
 /** A gate let the request through. */
 export const PASS = undefined;

@@ -3,9 +3,9 @@
 // refusals. With a shed wait, a request over its key's cap waits for one of the key's slots
 // and leaves the wait when its client goes away; without one the client's signal is never read.
 import type { EventSink } from "../events.ts";
-import type { InFlightRefusal, Slot } from "../inflight_limit.ts";
-import type { _KeyedParts } from "../keyed_gates.ts";
-import type { _Admission } from "../admission.ts";
+import type { InFlightRefusal, Slot } from "../limits/inflight_limit.ts";
+import type { _KeyedParts } from "../limits/keyed_gates.ts";
+import type { _Admission } from "../request/admission.ts";
 import { type Gate, type GateVerdict, PASS } from "./gate.ts";
 import { _keyFor } from "./_client_key.ts";
 

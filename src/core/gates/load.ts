@@ -2,8 +2,8 @@
 // request, so start-up work between createGuard() and serving (module loading, warming caches)
 // is not read as a stalled loop; a probe stopped for lack of requests (idleAfterMs) is
 // restarted by the next request's admit().
-import type { LoadMonitor } from "../load_monitor.ts";
-import type { _Admission } from "../admission.ts";
+import type { LoadMonitor } from "../overload/load_monitor.ts";
+import type { _Admission } from "../request/admission.ts";
 import { type Gate, PASS } from "./gate.ts";
 
 /** The load gate, and how to stop it from starting the probe (the guard was disposed). */

@@ -1,5 +1,5 @@
 // Gate 2: one boolean the RSS sampler sets; while it is up, new requests get 503 + Retry-After.
-import type { MemoryCeiling } from "../memory_ceiling.ts";
+import type { MemoryCeiling } from "../overload/memory_ceiling.ts";
 import { type Gate, type GateRefusal, PASS } from "./gate.ts";
 
 const OVER: GateRefusal = Object.freeze({ reason: "over-ceiling", status: 503, retryAfterMs: 1000 });

@@ -3,9 +3,9 @@
 // (the deny event names the scope and the limiter's class); the guard sends the answer built
 // here (429 + Retry-After, RateLimit fields).
 import type { EventSink } from "../events.ts";
-import type { _KeyedParts } from "../keyed_gates.ts";
-import { rateLimitedResponse } from "../rate_headers.ts";
-import type { _Admission } from "../admission.ts";
+import type { _KeyedParts } from "../limits/keyed_gates.ts";
+import { rateLimitedResponse } from "../limits/rate_headers.ts";
+import type { _Admission } from "../request/admission.ts";
 import { type Gate, PASS } from "./gate.ts";
 import { _keyFor } from "./_client_key.ts";
 

@@ -1,6 +1,6 @@
 // The answers of refusals, with their headers built once: a refusal under a closed-loop storm
 // costs what it allocates, and the only allocation left is the Response that is sent.
-import { _TEXTS as TEXTS, retryAfterSeconds } from "../responses.ts";
+import { _TEXTS as TEXTS, retryAfterSeconds } from "../request/responses.ts";
 
 // A plain record: @hono/node-server writes one straight to the socket, with no Headers built.
 type _Init = Readonly<Record<string, string>>;

@@ -1,0 +1,92 @@
+// The one Host implementation. A runtime's adapter only hands over its primitives (how it
+// reads memory, installs a signal listener, ends the process, unrefs a timer); what a Host
+// promises on top of them — signal installs that log and never fire on failure, unref'd
+// sampler timers, readings absent where the runtime has none — is kept here, once.
+import { createSystemClock } from "../clock.ts";
+import { consoleLogger, type Host, type Logger } from "./host.ts";
+import { installShutdownSignals, type SignalApi } from "./signals.ts";
+import { _object, _optionalFunction, _options, _show } from "../_validate.ts";
+
+/** Options of {@linkcode createHost}: the runtime's primitives. Each one left out is a capability the Host lacks. */
+export interface HostOptions {
+  /** Resident set size in bytes. @default none: the Host's `rss()` reads undefined */
+  rss?: () => number | undefined;
+  /** Live memory in bytes (heap used + external on V8). @default none: the memory ceiling decides on RSS alone */
+  liveBytes?: () => number | undefined;
+  /** Runs a full garbage collection. @default none */
+  collectGarbage?: () => void;
+  /** Adds and removes one stop-signal listener (may throw: logged, never fatal). @default none: no signal is ever installed */
+  signals?: SignalApi;
+  /** Event-loop delay in milliseconds, where the runtime measures it trustworthily. @default none */
+  eventLoopDelay?: () => number | undefined;
+  /** Ends the process with a code. @default none */
+  exit?: (code: number) => void;
+  /** Sets the code the process ends with when it ends on its own. @default none */
+  setExitCode?: (code: number) => void;
+  /**
+   * Makes a global timer id stop keeping the process alive (for timers scheduled with
+   * `{ unref: true }`). @default the id's own `unref()` where it has one
+   */
+  unref?: (id: unknown) => void;
+  /** Where install failures (and the core's few other lines) are logged. @default consoleLogger */
+  log?: Logger;
+}
+
+const WHAT = "create host";
+const FUNCTIONS = ["rss", "liveBytes", "collectGarbage", "eventLoopDelay", "exit", "setExitCode", "unref", "log"] as const;
+
+function _signals(value: SignalApi | undefined): SignalApi | undefined {
+  if (value === undefined) return undefined;
+  _object(WHAT, "signals", value);
+  for (const field of ["add", "remove"] as const) {
+    if (typeof value[field] !== "function") {
+      throw new TypeError(`Cannot ${WHAT} as "signals.${field}" must be a function: current value is ${_show(value[field])}`);
+    }
+  }
+  return value;
+}
+
+/**
+ * A Host over a runtime's primitives: what every adapter's `createXxxHost()` is built on, and
+ * what an embedder with its own runtime (or a test) can build directly. Readings the runtime
+ * lacks are absent from the Host; without `signals`, `onShutdownSignal` installs nothing.
+ * SIGTERM and SIGINT are installed through `signals`; one whose install throws is logged and
+ * never fires a shutdown.
+ *
+ * @example A Host over hand-made primitives
+ * ```ts
+ * import { createHost, type ShutdownSignal } from "serve-hygiene";
+ * const listeners = new Map<string, () => void>();
+ * const host = createHost({
+ *   rss: () => 64 * 1024 * 1024,
+ *   signals: {
+ *     add: (signal, handler) => void listeners.set(signal, handler),
+ *     remove: (signal) => void listeners.delete(signal),
+ *   },
+ * });
+ * const got: ShutdownSignal[] = [];
+ * const uninstall = host.onShutdownSignal((signal) => got.push(signal));
+ * listeners.get("SIGTERM")!();
+ * uninstall();
+ * console.assert(got[0] === "SIGTERM" && listeners.size === 0 && host.rss() === 64 * 1024 * 1024);
+ * ```
+ */
+export function createHost(options?: HostOptions): Host {
+  const o = _options(WHAT, options);
+  for (const field of FUNCTIONS) _optionalFunction(WHAT, field, o[field]);
+  const signals = _signals(o.signals);
+  const log = o.log ?? consoleLogger;
+  const rss = o.rss;
+  const host: { -readonly [K in keyof Host]: Host[K] } = {
+    clock: createSystemClock(o.unref === undefined ? {} : { unref: o.unref }),
+    log,
+    rss: rss === undefined ? () => undefined : () => rss(),
+    onShutdownSignal: signals === undefined ? () => () => {} : (listener) => installShutdownSignals(signals, listener, log),
+  };
+  if (o.liveBytes !== undefined) host.liveBytes = o.liveBytes;
+  if (o.collectGarbage !== undefined) host.collectGarbage = o.collectGarbage;
+  if (o.eventLoopDelay !== undefined) host.eventLoopDelay = o.eventLoopDelay;
+  if (o.exit !== undefined) host.exit = o.exit;
+  if (o.setExitCode !== undefined) host.setExitCode = o.setExitCode;
+  return host;
+}

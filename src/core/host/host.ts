@@ -1,0 +1,57 @@
+import type { Clock } from "../clock.ts";
+
+/** The OS stop signals the core reacts to. */
+export type ShutdownSignal = "SIGTERM" | "SIGINT";
+
+/** One structured log line. */
+export interface LogRecord {
+  level: "debug" | "info" | "warn" | "error";
+  msg: string;
+  [field: string]: unknown;
+}
+
+/** Where the core writes the few lines it has to say (failed signal installs, failing cleanups). */
+export type Logger = (record: LogRecord) => void;
+
+/** The default logger: one JSON line per record on the console. */
+export const consoleLogger: Logger = (record) => {
+  const line = JSON.stringify(record, (_k, v) => (v instanceof Error ? { name: v.name, message: v.message } : v));
+  if (record.level === "error" || record.level === "warn") console.error(line);
+  else console.log(line);
+};
+
+/**
+ * What the runtime gives the process, supplied by an adapter. A serverless handler has no
+ * Host at all, and the core works without one.
+ */
+export interface Host {
+  /** Monotonic time and timers; timers may be unref'd so samplers never hold the process open. */
+  readonly clock: Clock;
+  /** Resident set size in bytes, or undefined where the runtime cannot tell. Read on a timer, never per request. */
+  rss(): number | undefined;
+  /**
+   * Live memory in bytes: what the runtime's heaps still hold (V8: heap used + external,
+   * array buffers included). Unlike RSS on Node and Deno it falls once a collection frees
+   * memory. Optional (Bun has none: its RSS falls by itself): without it the memory ceiling
+   * decides on RSS alone.
+   */
+  liveBytes?(): number | undefined;
+  /** Runs a full garbage collection, where the runtime lets the process ask for one. */
+  collectGarbage?(): void;
+  /**
+   * Installs `listener` for SIGTERM and Ctrl-C (SIGINT). A signal whose install fails is
+   * logged and simply never fires; the call itself never throws. Returns an uninstaller.
+   */
+  onShutdownSignal(listener: (signal: ShutdownSignal) => void): () => void;
+  /** Event-loop delay in milliseconds where the runtime measures it natively and trustworthily. */
+  eventLoopDelay?(): number | undefined;
+  /** Where the core logs. @default consoleLogger */
+  readonly log?: Logger;
+  /** Ends the process with `code`, for hosts that own it (used only when asked to exit after the drain). */
+  exit?(code: number): void;
+  /**
+   * Sets the code the process ends with when it ends on its own (the runtime's exit-code
+   * setting), so a forced or failed drain is reported without ending it there and then.
+   */
+  setExitCode?(code: number): void;
+}

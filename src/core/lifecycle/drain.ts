@@ -1,0 +1,223 @@
+import type { Clock } from "../clock.ts";
+import type { Logger } from "../host/host.ts";
+import type { Server } from "../host/server.ts";
+import type { ShutdownController, StopInfo } from "./shutdown_controller.ts";
+import type { DrainOutcome } from "./drain_outcome.ts";
+import { ServeError } from "./serve_error.ts";
+import { _durationMs, _options, _show, _given } from "../_validate.ts";
+
+// Re-exported: callers of runUntilDrained name its result from here.
+export type { DrainOutcome } from "./drain_outcome.ts";
+
+/** The request work a drain waits on; the request guard supplies it (a concurrency limit fits). */
+export interface InFlightWork {
+  /** Handlers still running (permits held). */
+  readonly inFlight: number;
+  /** Settles the next time nothing is in flight. */
+  idle(): Promise<void>;
+  /** Forced drain: fires every in-flight request's AbortSignal and its abandon cleanups. */
+  abortAll?(reason: unknown): void;
+}
+
+/** Options of {@linkcode runUntilDrained}. */
+export interface DrainOptions {
+  /**
+   * The drain window in milliseconds, counted from the stop signal. It bounds the pre-stop
+   * delay, the in-flight drain and the joins together — never the serving before the signal.
+   * @default 25000
+   */
+  drainTimeoutMs?: number;
+  /** Runs last, on both outcomes, outside the window; a failure becomes a `flush` {@linkcode ServeError}. */
+  onDrained?: () => unknown;
+  /**
+   * After the signal, keep serving (readiness already failing) this long before stopping
+   * accepting, so load balancers notice. Counts inside the window; must be below it.
+   * @default 0
+   */
+  preStopDelayMs?: number;
+  /** In-flight request work to wait for; without it only `stopAccepting()` is waited for. */
+  work?: InFlightWork;
+  /**
+   * Called once the pre-stop delay is over, just before `stopAccepting()`: the moment the
+   * request guard should start refusing new requests (during the delay they are served).
+   */
+  beforeStopAccepting?: () => void;
+  /** Must be the controller's clock (firedAt is read on it). @default controller.clock */
+  clock?: Clock;
+  /** @default controller.log */
+  log?: Logger;
+}
+
+interface _Config {
+  drainTimeoutMs: number;
+  preStopDelayMs: number;
+  onDrained: (() => unknown) | undefined;
+  work: InFlightWork | undefined;
+  beforeStopAccepting: (() => void) | undefined;
+  clock: Clock;
+  log: Logger;
+}
+
+const WHAT = "run until drained";
+
+/**
+ * Serves until the server ends on its own (clean) or fails (an `io` {@linkcode ServeError}),
+ * or until the controller's first stop. Then, inside one window of `drainTimeoutMs` counted
+ * from the signal: wait the pre-stop delay, stop accepting, and wait for both the listener
+ * to close and the in-flight work to go idle. Past the window: `abortAll` and `closeAll`,
+ * outcome `forced`. Joined background tasks get what is left of the same window. Then
+ * `onDrained` runs, on both outcomes. `stopAccepting()` is never awaited beyond the window
+ * (on some runtimes it cannot settle while a request is stuck, and cannot be forced).
+ * Bad options throw at once, before anything is awaited.
+ *
+ * @example A manual stop with nothing in flight drains clean
+ * ```ts
+ * import { createShutdownController, runUntilDrained, type Server } from "serve-hygiene";
+ * const server: Server = {
+ *   address: { hostname: "127.0.0.1", port: 0 },
+ *   stopAccepting: () => Promise.resolve(),
+ *   closeAll: () => {},
+ *   closed: new Promise(() => {}),
+ * };
+ * const controller = createShutdownController({ mode: "manual" });
+ * const done = runUntilDrained(server, controller, { drainTimeoutMs: 1000 });
+ * controller.shutdown("deploy");
+ * const result = await done;
+ * console.assert(result.outcome === "clean" && result.reason === "deploy");
+ * ```
+ */
+export function runUntilDrained(
+  server: Server,
+  controller: ShutdownController,
+  options?: DrainOptions,
+): Promise<DrainOutcome> {
+  const o = _options(WHAT, options);
+  const drainTimeoutMs = _durationMs(WHAT, "drainTimeoutMs", _given(o.drainTimeoutMs, 25_000), { infinity: true });
+  const preStopDelayMs = _durationMs(WHAT, "preStopDelayMs", _given(o.preStopDelayMs, 0), { zero: true });
+  if (preStopDelayMs >= drainTimeoutMs) {
+    throw new RangeError(
+      `Cannot ${WHAT} as "preStopDelayMs" must be below "drainTimeoutMs": current values are ${preStopDelayMs} and ${drainTimeoutMs}`,
+    );
+  }
+  if (o.onDrained !== undefined && typeof o.onDrained !== "function") {
+    throw new TypeError(`Cannot ${WHAT} as "onDrained" must be a function: current value is ${_show(o.onDrained)}`);
+  }
+  const config: _Config = {
+    drainTimeoutMs,
+    preStopDelayMs,
+    onDrained: o.onDrained,
+    work: o.work,
+    beforeStopAccepting: o.beforeStopAccepting,
+    clock: o.clock ?? controller.clock,
+    log: o.log ?? controller.log,
+  };
+  return _run(server, controller, config);
+}
+
+async function _run(server: Server, controller: ShutdownController, config: _Config): Promise<DrainOutcome> {
+  const ended = await _serve(server, controller, config.log);
+  if (ended.kind === "failed") throw new ServeError("io", ended.error);
+  const outcome = ended.kind === "closed"
+    ? Object.freeze({ outcome: "clean", stillRunning: 0, drainedAt: config.clock.now(), joinsPending: controller.pendingJoins } as const)
+    : await _drain(server, controller, ended.info, config);
+  if (config.onDrained !== undefined) {
+    try {
+      await config.onDrained();
+    } catch (error) {
+      throw new ServeError("flush", error, outcome);
+    }
+  }
+  return outcome;
+}
+
+type _Ended = { kind: "signal"; info: StopInfo } | { kind: "closed" } | { kind: "failed"; error: unknown };
+
+/** Phase 1: no timer runs here, so a healthy server serves as long as it likes. */
+function _serve(server: Server, controller: ShutdownController, log: Logger): Promise<_Ended> {
+  return new Promise((resolve) => {
+    let settled = false;
+    const end = (ended: _Ended) => {
+      settled = true;
+      resolve(ended);
+    };
+    // Registered first: when both have already happened, the stop wins.
+    void controller.stopped.then((info) => settled || end({ kind: "signal", info }));
+    server.closed.then(
+      () => settled || end({ kind: "closed" }),
+      (error) => (settled ? log({ level: "error", msg: "server failed while draining", error }) : end({ kind: "failed", error })),
+    );
+  });
+}
+
+/** Phase 2: everything after the signal shares one window, counted from the signal. */
+async function _drain(server: Server, controller: ShutdownController, info: StopInfo, config: _Config): Promise<DrainOutcome> {
+  const { clock, log, work, drainTimeoutMs, preStopDelayMs } = config;
+  const deadline = info.at + drainTimeoutMs;
+  log({ level: "info", msg: "draining", reason: info.reason, drainTimeoutMs, preStopDelayMs });
+  if (preStopDelayMs > 0) await _within(clock, info.at + preStopDelayMs, new Promise(() => {}));
+
+  const stopping = _settled(() => {
+    config.beforeStopAccepting?.();
+    return server.stopAccepting();
+  }, log, "stop accepting failed");
+  // A broken idle() cannot prove the work finished: wait out the window instead.
+  const idle = work === undefined ? Promise.resolve() : _orNever(() => work.idle(), log, "in-flight idle failed");
+  const inTime = await _within(clock, deadline, Promise.all([stopping, idle]));
+
+  let stillRunning = 0;
+  if (!inTime) {
+    stillRunning = work?.inFlight ?? 0;
+    log({ level: "warn", msg: "drain window ran out; force-closing", drainTimeoutMs, stillRunning });
+    const reason = new DOMException(`Drain window of ${drainTimeoutMs} ms ran out`, "AbortError");
+    try {
+      work?.abortAll?.(reason);
+    } catch (error) {
+      log({ level: "error", msg: "abort in-flight work failed", error });
+    }
+    // Not awaited: the window is spent, and the flush hook must still get its turn.
+    void _settled(() => server.closeAll(), log, "force close failed");
+  }
+  const drainedAt = clock.now();
+
+  if (controller.pendingJoins > 0) await _within(clock, deadline, controller.joined());
+  return Object.freeze({
+    outcome: inTime ? "clean" : "forced",
+    stillRunning,
+    reason: info.reason,
+    signalledAt: info.at,
+    drainedAt,
+    joinsPending: controller.pendingJoins,
+  });
+}
+
+/** True when `work` settles before `deadline` on `clock`, false at the deadline (or at once if past). */
+function _within(clock: Clock, deadline: number, work: Promise<unknown>): Promise<boolean> {
+  // An infinite window (drainTimeoutMs: Infinity) waits as long as the work takes.
+  if (deadline === Infinity) return work.then(() => true);
+  const remaining = deadline - clock.now();
+  if (remaining <= 0) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    // Not unref'd: the drain must keep the process alive until it has an outcome.
+    const timer = clock.setTimeout(() => resolve(false), remaining);
+    void work.then(() => {
+      timer.cancel();
+      resolve(true);
+    });
+  });
+}
+
+/** Calls `fn`; resolves once it settles either way, logging a throw or rejection. */
+function _settled(fn: () => unknown, log: Logger, msg: string): Promise<void> {
+  return new Promise<unknown>((resolve) => resolve(fn())).then(
+    () => {},
+    (error) => log({ level: "error", msg, error }),
+  );
+}
+
+/** Calls `fn`; resolves when it resolves, never when it throws or rejects (logged). */
+function _orNever(fn: () => Promise<void>, log: Logger, msg: string): Promise<void> {
+  return new Promise<void>((resolve) => resolve(fn())).catch((error) => {
+    log({ level: "error", msg, error });
+    return new Promise<void>(() => {});
+  });
+}

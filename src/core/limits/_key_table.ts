@@ -1,0 +1,124 @@
+// The one bounded key table of the keyed limiters (fixed window, token bucket, per-key
+// in-flight counts). Not re-exported.
+//
+// Each entry has an expiry (`expiresAt`: a window's end, a bucket's TAT; -Infinity for an
+// in-flight count back at 0, Infinity while work is in flight) that only moves later while
+// the entry lives; an owner that moves one earlier says so (`lowered`). An entry past its
+// expiry may be dropped; one that is not is never evicted (that would reset an abuser's
+// count). Making room at the cap costs amortised O(1), never a scan of the table:
+// - candidates: keys an owner announced as likely expired (an in-flight count back at 0) are
+//   popped first; each announcement is popped once;
+// - a sweep cursor: a live Map iterator walks the table in insertion order (oldest first, so
+//   a churning flood finds its expired entry at the cursor) and resumes where it stopped,
+//   at most SWEEP_STEP entries per call; a new pass starts when it reaches the end;
+// - a lower bound on every entry's expiry (the least seen over the last full pass, lowered
+//   by every insert): before it, nothing can have expired, so nothing is examined.
+// A live iterator is kept on purpose: a fresh `map.keys()` from the start would step over
+// every deleted slot at the head of V8's table again and again.
+import { createSizeGauge, type SizeGauge, type SizeGaugeWriter } from "../size_gauge.ts";
+
+/** Entries examined at most per call to `makeRoom` by the sweep cursor. */
+export const _SWEEP_STEP = 16;
+
+export class _KeyTable<E> {
+  readonly capacity: number;
+  readonly #map = new Map<string, E>();
+  readonly #expiresAt: (entry: E) => number;
+  readonly #size: SizeGaugeWriter;
+  #cursor: Iterator<[string, E]> | undefined;
+  /** No entry expires before this. */
+  #bound = Infinity;
+  /** The least expiry seen in the current pass (and inserted during it). */
+  #passLeast = Infinity;
+  #candidates: string[] = [];
+
+  constructor(capacity: number, expiresAt: (entry: E) => number) {
+    this.capacity = capacity;
+    this.#expiresAt = expiresAt;
+    this.#size = createSizeGauge(capacity);
+  }
+
+  /** Entries held now, and the capacity. */
+  get gauge(): SizeGauge {
+    return this.#size.gauge;
+  }
+
+  get length(): number {
+    return this.#map.size;
+  }
+
+  /** The earliest time any entry may expire (a lower bound); Infinity when none can. */
+  get bound(): number {
+    return this.#bound;
+  }
+
+  get(key: string): E | undefined {
+    return this.#map.get(key);
+  }
+
+  /** Inserts or replaces; the caller made room first (`makeRoom`). */
+  set(key: string, entry: E): void {
+    this.#map.set(key, entry);
+    this.#size.set(this.#map.size);
+    this.lowered(this.#expiresAt(entry));
+  }
+
+  delete(key: string): void {
+    if (this.#map.delete(key)) this.#size.set(this.#map.size);
+  }
+
+  /** An entry's expiry moved earlier, to `at`. */
+  lowered(at: number): void {
+    if (at < this.#bound) this.#bound = at;
+    if (at < this.#passLeast) this.#passLeast = at;
+  }
+
+  /** Announces that `key` may have expired; `makeRoom` checks it before sweeping. */
+  candidate(key: string): void {
+    this.#candidates.push(key);
+    // Repeated announcements (a hot key back at 0 again and again) pile up: keep each held key
+    // once. At most `capacity` remain, so this runs after `capacity` more announcements at
+    // the earliest: amortised O(1) each.
+    if (this.#candidates.length > 2 * this.capacity + 16) {
+      this.#candidates = [...new Set(this.#candidates)].filter((k) => this.#map.has(k));
+    }
+  }
+
+  /** True when there is room for one more entry, after dropping expired ones if full. */
+  makeRoom(now: number): boolean {
+    if (this.#map.size < this.capacity) return true;
+    while (this.#candidates.length > 0) {
+      const key = this.#candidates.pop()!;
+      if (this.#expired(key, now)) {
+        this.delete(key);
+        return true;
+      }
+    }
+    if (now < this.#bound) return false;
+    for (let step = 0; step < _SWEEP_STEP; step++) {
+      let next = this.#cursor?.next();
+      if (next === undefined || next.done) {
+        // A pass ended (or none began): what it saw bounds every entry from now on.
+        if (next !== undefined) this.#bound = this.#passLeast;
+        this.#passLeast = Infinity;
+        this.#cursor = this.#map.entries();
+        if (now < this.#bound) return false;
+        next = this.#cursor.next();
+        if (next.done) return this.#map.size < this.capacity;
+      }
+      const [key, entry] = next.value;
+      const at = this.#expiresAt(entry);
+      if (!(now < at)) {
+        this.delete(key);
+        return true;
+      }
+      if (at < this.#passLeast) this.#passLeast = at;
+    }
+    return false;
+  }
+
+  #expired(key: string, now: number): boolean {
+    const entry = this.#map.get(key);
+    return entry !== undefined && !(now < this.#expiresAt(entry));
+  }
+}

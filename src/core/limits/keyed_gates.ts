@@ -1,0 +1,140 @@
+import { type ClientKeyFunction, type ClientKeyOptions, createClientKey } from "./client_key.ts";
+import type { EventSink } from "../events.ts";
+import { createInFlightLimiter, type InFlightLimiter, type InFlightLimiterOptions, type Slot } from "./inflight_limit.ts";
+import { rateLimitedResponse } from "./rate_headers.ts";
+import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
+import { _oneRule } from "../gates/_one_rule.ts";
+import { denyResponse } from "../request/responses.ts";
+import { createScopedLimiter, type ScopedLimiter } from "./scopes.ts";
+import type { PeerAddress } from "../host/server.ts";
+import { _emit } from "../_emit.ts";
+import { _given, _object, _show } from "../_validate.ts";
+
+/** One budget of gate 5: a limiter, the scope it speaks for, and how a request picks its bucket. */
+export interface RateLimitRule {
+  limiter: RateLimiter;
+  /**
+   * The scope reported on refusal: "global", "listener", "tenant", "client", … Rules are
+   * checked in the order given — list them coarse to fine.
+   * @default the limiter's name, else "client"
+   */
+  scope?: string;
+  /**
+   * The bucket of a request. Return a constant for a shared budget (global, listener).
+   * @default the client key
+   */
+  key?: (request: Request, clientKey: string) => string;
+}
+
+/** Options of {@linkcode createKeyedGates}. */
+export interface KeyedGatesOptions {
+  /** Gate 5: budgets charged all or nothing, coarse to fine. */
+  rateLimits?: readonly RateLimitRule[];
+  /**
+   * Gate 6: the per-key in-flight cap. Its lane-wide cap defaults to Infinity here: the
+   * guard's concurrency limit (gate 7) is the lane. With `shedWaitMs`, a request over its
+   * key's cap waits that long for one of the key's slots (429 after), and leaves the wait at
+   * once when its client goes away.
+   */
+  inFlightPerKey?: InFlightLimiterOptions;
+  /** How the client key is derived: options (trusted proxies, IPv6 prefix) or a function. */
+  clientKey?: ClientKeyOptions | ClientKeyFunction;
+  /** Adds the IETF RateLimit / RateLimit-Policy fields to 429s. @default false */
+  rateLimitHeaders?: boolean;
+}
+
+/** What the keyed gates decided for one request. */
+export type KeyedVerdict =
+  | { readonly ok: true; readonly key: string; readonly slot: Slot | undefined }
+  | { readonly ok: false; readonly response: Response | undefined };
+
+/** Gates 4 and 5, composed. */
+export interface KeyedGates {
+  /** Checks the request; synchronous unless the request waits for an in-flight slot (a shed wait). */
+  check(request: Request, peer: PeerAddress | undefined, now: number): KeyedVerdict | Promise<KeyedVerdict>;
+  readonly inFlight: ReturnType<typeof createInFlightLimiter> | undefined;
+}
+
+/** The parts of gates 5 and 6, built once from the options (validated here). */
+export interface _KeyedParts {
+  readonly keyOf: ClientKeyFunction;
+  /** Gate 5: charges the request's budgets; undefined without rules. */
+  readonly rate: ((request: Request, key: string, now: number) => RateDecision) | undefined;
+  readonly rateLimitHeaders: boolean;
+  /** Gate 6; undefined without `inFlightPerKey`. */
+  readonly inFlight: InFlightLimiter | undefined;
+}
+
+/** Validates and builds the keyed gates' parts; undefined when neither gate is configured. */
+export function _keyedParts(options: KeyedGatesOptions, sink: EventSink): _KeyedParts | undefined {
+  const rules: readonly RateLimitRule[] = _given(options.rateLimits, []);
+  if (!Array.isArray(rules)) {
+    throw new TypeError(`Cannot create guard as "rateLimits" must be an array: current value is ${_show(rules)}`);
+  }
+  // Built (and so validated: bad CIDRs throw at startup) even when no gate uses it yet.
+  const keyOf: ClientKeyFunction = typeof options.clientKey === "function"
+    ? options.clientKey
+    : createClientKey(options.clientKey === undefined ? undefined : _object("create guard", "clientKey", options.clientKey));
+  const perKey = options.inFlightPerKey === undefined ? undefined : _object("create guard", "inFlightPerKey", options.inFlightPerKey);
+  if (rules.length === 0 && perKey === undefined) return undefined;
+  type Ctx = { request: Request; key: string };
+  // Built for one rule too: it validates the rules, and `createKeyedGates` uses it.
+  const scoped: ScopedLimiter<Ctx> | undefined = rules.length === 0 ? undefined : createScopedLimiter<Ctx>({
+    scopes: rules.map((rule) => {
+      const pick = rule.key;
+      return {
+        name: rule.scope ?? rule.limiter?.name ?? "client",
+        limiter: rule.limiter,
+        key: pick === undefined ? (c: Ctx) => c.key : (c: Ctx) => pick(c.request, c.key),
+      };
+    }),
+    onEvent: sink,
+  });
+  const inFlight = perKey === undefined ? undefined : createInFlightLimiter({ overall: Infinity, ...perKey, onEvent: sink });
+  const one = rules.length === 1 ? rules[0]! : undefined;
+  const rate = scoped === undefined
+    ? undefined
+    : one !== undefined
+    ? _oneRule(one.limiter, scoped.scopes[0]!, one.key, sink)
+    : (request: Request, key: string, now: number) => scoped.take({ request, key }, 1, now);
+  return { keyOf, rate, rateLimitHeaders: options.rateLimitHeaders === true, inFlight };
+}
+
+/**
+ * Gates 5 (keyed rate limits) and 6 (per-key in-flight cap) around one client key. Refusal
+ * events come from the limiters themselves, through `sink`. Fails closed: a key function
+ * that throws denies with 429 and a fault event.
+ */
+export function createKeyedGates(options: KeyedGatesOptions, sink: EventSink): KeyedGates | undefined {
+  const parts = _keyedParts(options, sink);
+  if (parts === undefined) return undefined;
+  const { keyOf, rate, inFlight } = parts;
+  const headers = parts.rateLimitHeaders;
+
+  return {
+    inFlight,
+    check(request, peer, now) {
+      let key: string;
+      try {
+        key = keyOf(request, { peer });
+      } catch (error) {
+        _emit([sink], { type: "fault", source: "client-key", error, failed: "closed" });
+        _emit([sink], { type: "deny", layer: "rate", reason: "limiter-error", status: 429, retryAfterMs: 1000 });
+        return { ok: false, response: denyResponse(429, { retryAfterMs: 1000 }) };
+      }
+      if (rate !== undefined) {
+        const d = rate(request, key, now);
+        if (!d.allowed) return { ok: false, response: rateLimitedResponse(d, { rateLimitHeaders: headers }) };
+      }
+      if (inFlight === undefined) return { ok: true, key, slot: undefined };
+      // Synchronous unless this request has to wait (its key at its cap, with a shed wait).
+      const slot = inFlight.enter(key, request.signal);
+      const verdict = (s: Awaited<typeof slot>): KeyedVerdict => {
+        if (s.ok) return { ok: true, key, slot: s };
+        // "aborted": the client left while waiting; there is nobody to answer.
+        return { ok: false, response: s.reason === "aborted" ? undefined : denyResponse(s.status, { retryAfterMs: s.retryAfterMs }) };
+      };
+      return slot instanceof Promise ? slot.then(verdict) : verdict(slot);
+    },
+  };
+}

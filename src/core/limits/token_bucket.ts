@@ -1,0 +1,175 @@
+import type { Clock } from "../clock.ts";
+import { systemClock } from "../clock.ts";
+import type { EventSink } from "../events.ts";
+import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
+import { _PressuredTable } from "./_pressure.ts";
+import { _options, _positiveInt, _given } from "../_validate.ts";
+import {
+  _badClock,
+  _checkCost,
+  _corrupt,
+  _decision,
+  _emitFault,
+  _emitRateDeny,
+  _label,
+  _positiveFinite,
+} from "./_rate.ts";
+
+/** Options of {@linkcode createTokenBucketLimiter}. */
+export interface TokenBucketLimiterOptions {
+  /** Sustained rate: cost units one key earns per second. May be fractional (0.5 = one per 2 s). */
+  ratePerSecond: number;
+  /** Bucket size: cost units one key may spend at once after being idle. A positive integer. */
+  burst: number;
+  /**
+   * The most keys held at once. At the cap, an unseen key first drops an idle key (bucket
+   * full again; amortised O(1): a sweep cursor resumes where it stopped, a bounded step at a
+   * time). If none is found, an address key is charged to its network's shared bucket (IPv6
+   * /48, IPv4 /24; at most `maxKeys / 4` networks held), and any other key is denied
+   * "table-full". An active key is never evicted to make room.
+   * @default 4096
+   */
+  maxKeys?: number;
+  /** Time source when a call does not pass `now`. @default systemClock */
+  clock?: Clock;
+  /** Class label for events ("ip", "auth"). @default undefined */
+  name?: string;
+  /** Receives deny events (from `take`) and fault events. @default undefined */
+  onEvent?: EventSink;
+}
+
+/** A token-bucket rate limiter (GCRA) over a bounded key table. */
+export interface TokenBucketLimiter extends RateLimiter {
+  readonly ratePerSecond: number;
+  readonly burst: number;
+}
+
+// One number of state per key, boxed so a hot key costs one map lookup (get, then write in place).
+interface _Tat {
+  tat: number;
+}
+
+// Float sums of emission intervals can land a hair past the exact time (1000 / 3 is not a
+// binary fraction); a request that conforms in exact arithmetic must not be denied, nor a
+// remaining unit lost, for that. One nanosecond of slack is far below any clock's meaning.
+const SLACK_MS = 1e-6;
+
+/**
+ * Creates a token-bucket limiter using the generic cell rate algorithm: each key holds one
+ * number, its theoretical arrival time (TAT). A request of cost `c` at `now` passes when
+ * `max(TAT, now) + c·T − burst·T ≤ now` (T = 1000 / ratePerSecond ms), and moves the TAT
+ * by `c·T`. A key whose TAT is at or before `now` is idle (its bucket is full) and may be
+ * pruned: expiry is a comparison, with no timer and no background sweep. Under table
+ * pressure unseen address keys share their network's bucket (IPv6 /48, IPv4 /24) instead of
+ * being locked out, as {@linkcode createFixedWindowLimiter} describes; a shared bucket's
+ * denials report "table-full".
+ *
+ * `retryAfterMs` is exact: the time until the request would conform. `resetMs` is the time
+ * until the bucket is full. `windowMs` is `burst·T`, the time to refill an empty bucket.
+ * A denied `take` counts nothing. A cost above `burst` throws a RangeError (it could never
+ * pass).
+ *
+ * Fails closed: a non-finite clock reading, a corrupt entry or any internal error denies
+ * with `retryAfterMs` = T (one emission interval), emits a fault event, and never throws.
+ * A corrupt entry is replaced by an empty bucket.
+ *
+ * @example Five requests a second, bursts of ten
+ * ```ts
+ * import { createManualClock, createTokenBucketLimiter } from "serve-hygiene";
+ * const clock = createManualClock();
+ * const limiter = createTokenBucketLimiter({ ratePerSecond: 5, burst: 10, clock });
+ * for (let i = 0; i < 10; i++) console.assert(limiter.take("k").allowed);
+ * const denied = limiter.take("k");
+ * console.assert(!denied.allowed && denied.retryAfterMs === 200);
+ * clock.advance(200);
+ * console.assert(limiter.take("k").allowed);
+ * ```
+ */
+export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): TokenBucketLimiter {
+  const what = "create token bucket limiter";
+  const o = _options(what, options);
+  const ratePerSecond = _positiveFinite(what, "ratePerSecond", o.ratePerSecond);
+  const burst = _positiveInt(what, "burst", o.burst);
+  const maxKeys = _positiveInt(what, "maxKeys", _given(o.maxKeys, 4096));
+  const clock = o.clock ?? systemClock;
+  const name = _label(what, o.name);
+  const sink = o.onEvent;
+  const interval = 1000 / ratePerSecond;
+  const tolerance = burst * interval;
+  const tables = new _PressuredTable<_Tat>(maxKeys, (e) => e.tat);
+  const table = tables.keys;
+
+  const remainingAt = (now: number, tat: number): number => {
+    const r = Math.floor((now + tolerance - tat + SLACK_MS) / interval);
+    return r > 0 ? r : 0;
+  };
+
+  const fault = (key: string, now: number, error: unknown, commit: boolean): RateDecision => {
+    try {
+      if (now - now === 0 && table.get(key) !== undefined) table.set(key, { tat: now + tolerance });
+    } catch {
+      // The repair is best effort; the denial below stands either way.
+    }
+    _emitFault(sink, error);
+    const decision = _decision(false, interval, 0, burst, tolerance, tolerance, "limiter-error");
+    if (commit) _emitRateDeny(sink, decision, name);
+    return decision;
+  };
+
+  const decide = (key: string, cost: number, at: number | undefined, commit: boolean): RateDecision => {
+    if (cost !== 1) _checkCost(commit ? "take from token bucket limiter" : "peek at token bucket limiter", cost, burst);
+    let now = NaN;
+    try {
+      now = at === undefined ? clock.now() : at;
+      if (now - now !== 0) throw _badClock(now);
+      let entry = table.get(key);
+      let pooled = false;
+      let place;
+      if (entry === undefined) {
+        place = tables.place(key, now);
+        if (place === undefined) {
+          const wait = tables.waitMs(now, tolerance);
+          const decision = _decision(false, wait, 0, burst, wait, tolerance, "table-full");
+          if (commit) _emitRateDeny(sink, decision, name);
+          return decision;
+        }
+        entry = place.entry;
+        pooled = place.pooled;
+      }
+      let tat = now;
+      if (entry !== undefined) {
+        const stored = entry.tat;
+        if (!(stored - stored === 0)) throw _corrupt("token bucket");
+        if (stored > now) tat = stored;
+      }
+      const next = tat + cost * interval;
+      const allowAt = next - tolerance;
+      if (now + SLACK_MS < allowAt) {
+        const reason = pooled ? "table-full" : "over-limit";
+        const decision = _decision(false, allowAt - now, remainingAt(now, tat), burst, tat - now, tolerance, reason);
+        if (commit) _emitRateDeny(sink, decision, name);
+        return decision;
+      }
+      if (commit) {
+        if (entry !== undefined) entry.tat = next;
+        else place!.table.set(place!.key, { tat: next });
+      }
+      return _decision(true, 0, remainingAt(now, next), burst, next - now, tolerance, undefined);
+    } catch (error) {
+      return fault(key, now, error, commit);
+    }
+  };
+
+  return {
+    name,
+    ratePerSecond,
+    burst,
+    limit: burst,
+    windowMs: tolerance,
+    size: table.gauge,
+    clock,
+    failClosedRetryAfterMs: interval,
+    take: (key, cost = 1, now) => decide(key, cost, now, true),
+    peek: (key, cost = 1, now) => decide(key, cost, now, false),
+  };
+}

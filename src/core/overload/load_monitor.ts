@@ -1,0 +1,214 @@
+import type { Clock, TimerHandle } from "../clock.ts";
+import { systemClock } from "../clock.ts";
+import { _durationMs, _options, _show, _given } from "../_validate.ts";
+
+/** Options of {@linkcode createLoadMonitor}. */
+export interface LoadMonitorOptions {
+  /** How often the drift probe runs while requests arrive. Small enough to react within tens of milliseconds. @default 10 */
+  sampleIntervalMs?: number;
+  /** Event-loop delay at or above which the monitor turns busy; a request arriving while the probe is this overdue is refused. @default 40 */
+  highWatermarkMs?: number;
+  /** Delay at or below which a busy monitor turns normal again, and up to which every request is admitted. @default 15 */
+  lowWatermarkMs?: number;
+  /** The smallest share of new requests still admitted, so progress never stops. @default 0.05 */
+  minAdmitShare?: number;
+  /** Weight of the newest sample in the smoothed delay (EWMA) that the admitted share follows. @default 0.2 */
+  smoothing?: number;
+  /** The most the admitted share rises per sample, so it climbs back over several samples after a busy period. @default 0.1 */
+  recoveryStep?: number;
+  /**
+   * With no request for this long (and the share back at 1) the probe stops, so an idle process
+   * is not woken 100 times a second; the next request restarts it. `Infinity` keeps it running.
+   * @default 1000
+   */
+  idleAfterMs?: number;
+  /** `shouldDefer()` is true while the smoothed delay is above this. @default lowWatermarkMs */
+  deferAboveMs?: number;
+  /** The Retry-After hint of a refusal. @default 1000 */
+  retryAfterMs?: number;
+  /** The time source of the probe and of `admit()`. @default systemClock */
+  clock?: Clock;
+}
+
+/** Gate 3: event-loop delay with hysteresis, read per request. */
+export interface LoadMonitor {
+  /** Binary state with hysteresis: busy from a sample at the high watermark until one at the low one. */
+  readonly busy: boolean;
+  /** The newest delay sample, in ms. */
+  readonly delayMs: number;
+  /** The EWMA-smoothed delay, in ms. */
+  readonly smoothedDelayMs: number;
+  /**
+   * The share of new requests admitted: 1 while the smoothed delay is at or below the low
+   * watermark, `low / delay` above it (never below `minAdmitShare`), where the delay is the
+   * smoothed one — or, while busy, the newest sample if that is worse. It falls at once and
+   * rises by at most `recoveryStep` a sample. 1 while not running.
+   */
+  readonly admitShare: number;
+  /**
+   * Whether the probe is running: not before `start()`, not after `dispose()`, and not while
+   * idle (no request for `idleAfterMs`). A monitor that is not running reads as normal (fails open).
+   */
+  readonly running: boolean;
+  readonly retryAfterMs: number;
+  /** Feeds one delay sample (the probe does this; tests and native sources may too). */
+  record(delayMs: number): void;
+  /**
+   * Whether to admit a new request arriving at `now`. Refused when the loop is stalled right
+   * now (the probe is overdue by the high watermark: a synchronous batch is running);
+   * otherwise `admitShare` of the requests, spread evenly. A probe stopped for idleness
+   * restarts here, and this request is admitted (nothing measured yet).
+   */
+  admit(now?: number): boolean;
+  /** The softer question for background work: is the loop slower than it should be? */
+  shouldDefer(): boolean;
+  /** Starts the probe (an unref'd interval). Idempotent. */
+  start(): void;
+  /** Stops the probe for good (a request does not restart it); the monitor reads normal from then on. */
+  dispose(): void;
+}
+
+/**
+ * A portable event-loop load monitor: a timer-drift probe (a native histogram is unreliable
+ * on Deno, and utilisation reads zero off Node), high and low watermarks with hysteresis,
+ * and admission shaped by the measured delay instead of all-or-nothing. It is the only gate
+ * that can act when handlers are synchronous and CPU-bound: then the in-flight count never
+ * passes 1 and the queue sits in the kernel, but every request that arrives while the probe
+ * is overdue is evidence of a stalled loop.
+ *
+ * The admitted share is a function of the smoothed delay, not of its own past value: a steady
+ * delay gives a steady share (20 ms → 0.75, 30 ms → 0.5 with the default watermarks), and
+ * at or below the low watermark everything is admitted. After a busy period the share climbs
+ * back a step a sample. With no request for `idleAfterMs` the probe stops, and the next
+ * request restarts it.
+ *
+ * @example A stall, then a gradual recovery
+ * ```ts
+ * import { createManualClock } from "serve-hygiene";
+ * import { createLoadMonitor } from "./load_monitor.ts";
+ * const monitor = createLoadMonitor({ clock: createManualClock() });
+ * monitor.start();
+ * monitor.record(500); // a 500 ms stall: busy, the share drops to the floor at once
+ * console.assert(monitor.busy && monitor.admitShare === 0.05);
+ * monitor.record(5); // one good sample: normal again, but the share only climbs a step
+ * console.assert(!monitor.busy && monitor.admitShare < 1);
+ * monitor.dispose();
+ * ```
+ */
+export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
+  const what = "create load monitor";
+  const o = _options(what, options);
+  const interval = _durationMs(what, "sampleIntervalMs", _given(o.sampleIntervalMs, 10));
+  const high = _durationMs(what, "highWatermarkMs", _given(o.highWatermarkMs, 40));
+  const low = _durationMs(what, "lowWatermarkMs", _given(o.lowWatermarkMs, 15));
+  if (low >= high) {
+    throw new RangeError(`Cannot ${what} as "lowWatermarkMs" must be below "highWatermarkMs": current values are ${low} and ${high}`);
+  }
+  const minShare = _share(what, "minAdmitShare", _given(o.minAdmitShare, 0.05));
+  const alpha = _share(what, "smoothing", _given(o.smoothing, 0.2));
+  const step = _share(what, "recoveryStep", _given(o.recoveryStep, 0.1));
+  const idleAfter = _durationMs(what, "idleAfterMs", _given(o.idleAfterMs, 1000), { infinity: true });
+  const deferAbove = _durationMs(what, "deferAboveMs", _given(o.deferAboveMs, low));
+  const retryAfterMs = _durationMs(what, "retryAfterMs", _given(o.retryAfterMs, 1000));
+  const clock = o.clock ?? systemClock;
+
+  let busy = false;
+  let delay = 0;
+  let smoothed = 0;
+  let share = 1;
+  let credit = 0;
+  let lastTick = 0;
+  let lastRequest = 0;
+  let probe: TimerHandle | undefined;
+  let idle = false; // stopped for lack of requests: the next admit() restarts the probe
+
+  // The share a delay calls for: everything up to the low watermark, then the share that
+  // would bring a delay proportional to admitted work back to it. A function of the delay,
+  // never of the previous share, so a steady delay holds a steady share instead of a ratchet.
+  const target = (d: number) => (d <= low ? 1 : Math.max(minShare, low / d));
+
+  const record = (sample: number) => {
+    delay = sample;
+    smoothed = alpha * sample + (1 - alpha) * smoothed;
+    if (!busy && sample >= high) busy = true;
+    else if (busy && sample <= low) busy = false;
+    // While busy the newest sample counts when it is worse (a stall is acted on within one
+    // sample, not after the EWMA catches up); the share falls at once and climbs a step a sample.
+    share = Math.min(target(busy ? Math.max(smoothed, sample) : smoothed), share + step);
+    if (share >= 1) credit = 0; // each restricted spell starts from no credit
+  };
+
+  const begin = (now: number) => {
+    idle = false;
+    lastTick = now;
+    lastRequest = now;
+    probe = clock.setInterval(tick, interval, { unref: true });
+  };
+
+  const tick = () => {
+    const now = clock.now();
+    record(Math.max(0, now - lastTick - interval));
+    lastTick = now;
+    // Quiet and calm: stop the probe, so an idle server sleeps. Never while the share recovers.
+    if (share >= 1 && !busy && now - lastRequest >= idleAfter) {
+      probe?.cancel();
+      probe = undefined;
+      idle = true;
+    }
+  };
+
+  const monitor: LoadMonitor = {
+    get busy() {
+      return probe !== undefined && busy;
+    },
+    get delayMs() {
+      return delay;
+    },
+    get smoothedDelayMs() {
+      return smoothed;
+    },
+    get admitShare() {
+      return probe === undefined ? 1 : share;
+    },
+    get running() {
+      return probe !== undefined;
+    },
+    retryAfterMs,
+    record,
+    admit(now = clock.now()) {
+      lastRequest = now;
+      if (probe === undefined) {
+        if (idle) begin(now); // measured from now: the idle gap is not a stall
+        return true;
+      }
+      if (now - lastTick - interval >= high) return false; // this batch is already too long: add nothing to it
+      if (share >= 1) return true;
+      credit += share;
+      if (credit < 1 - 1e-9) return false; // tolerate float drift: a share of 0.1 admits exactly 1 in 10
+      credit -= 1;
+      return true;
+    },
+    shouldDefer() {
+      return probe !== undefined && smoothed > deferAbove;
+    },
+    start() {
+      if (probe === undefined) begin(clock.now());
+    },
+    dispose() {
+      probe?.cancel();
+      probe = undefined;
+      idle = false;
+      busy = false;
+      share = 1;
+      credit = 0;
+    },
+  };
+  return monitor;
+}
+
+function _share(what: string, field: string, value: unknown): number {
+  if (typeof value !== "number" || !(value > 0 && value <= 1)) {
+    throw new RangeError(`Cannot ${what} as "${field}" must be a number in (0, 1]: current value is ${_show(value)}`);
+  }
+  return value;
+}

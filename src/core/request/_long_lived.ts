@@ -1,0 +1,63 @@
+// What the guard does for responses that may outlive their handlers (SSE, long polls):
+// their `context.shutdownSignal` fires at the stop, and a forced drain can end their bodies.
+// One listener on the shared stop signal serves every request; none is added per request.
+import type { Clock } from "../clock.ts";
+import type { _Admission } from "./admission.ts";
+import { _createOpenBodies } from "./_open_bodies.ts";
+
+/** How long after a forced drain's closeAll the guard itself fails the bodies still streaming. */
+export const _FORCE_BODIES_AFTER_MS = 50;
+
+export interface _LongLived {
+  /** `ctx` asked for its shutdown signal: fire it now if stopping, else at the stop. */
+  watch(ctx: _Admission): void;
+  /** `ctx`'s handler settled; its body (if tracked) may still keep it watching. */
+  settled(ctx: _Admission): void;
+  /**
+   * The response to send for `res`. A body that may outlive its handler — it watches the
+   * shutdown, or its route turned the deadline off (noTimeout) while the service has one —
+   * is tracked until it ends. Other bodies pass untouched (wrapping one costs a stream hop per
+   * chunk, and turns a runtime's static body into a stream).
+   */
+  response(ctx: _Admission, res: Response, serviceTimeoutMs: number): Response;
+  /**
+   * Forced drain: bodies still streaming are failed a moment later. Where the server can cut
+   * connections (closeAll, right after) the runtime cancels them itself first, quietly; where
+   * it cannot (Deno after a graceful shutdown), failing the body is what closes them.
+   */
+  force(reason: unknown): void;
+  dispose(): void;
+}
+
+export function _createLongLived(stopping: AbortSignal | undefined, clock: Clock): _LongLived {
+  const watching = new Set<_Admission>();
+  const bodies = _createOpenBodies();
+  const onStop = () => {
+    for (const ctx of watching) ctx.fireShutdown(stopping!.reason);
+    watching.clear();
+  };
+  stopping?.addEventListener("abort", onStop, { once: true });
+  const keep = (ctx: _Admission) => {
+    if (stopping?.aborted) ctx.fireShutdown(stopping.reason);
+    else if (stopping !== undefined) watching.add(ctx);
+  };
+  return {
+    watch(ctx) {
+      if (!ctx.settled) keep(ctx);
+    },
+    settled(ctx) {
+      if (ctx.watchesShutdown) watching.delete(ctx);
+    },
+    response(ctx, res, serviceTimeoutMs) {
+      if (!ctx.watchesShutdown && !(ctx.timeoutMs === Infinity && serviceTimeoutMs !== Infinity)) return res;
+      if (ctx.watchesShutdown) keep(ctx);
+      return bodies.track(res, () => watching.delete(ctx));
+    },
+    force(reason) {
+      if (bodies.size > 0) clock.setTimeout(() => bodies.forceAll(reason), _FORCE_BODIES_AFTER_MS);
+    },
+    dispose() {
+      stopping?.removeEventListener("abort", onStop);
+    },
+  };
+}

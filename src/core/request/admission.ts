@@ -1,0 +1,216 @@
+// What one request holds from its first gate until its handler settles: its client key, the
+// per-key slot and the permit (released once, in one place), its declared length and body cap,
+// its deadline, its abandon cleanups, the hook that fails its body stream, and its answer.
+// Internal: handlers see only the narrow RequestContext view (request_context.ts).
+import type { TimerHandle } from "../clock.ts";
+import type { CleanupRegistry } from "./cleanup_registry.ts";
+import type { DeclaredLength } from "./body_limit.ts";
+import { BodyTooLargeError } from "./body_limit.ts";
+import { _RequestView, type ServeInfo } from "./request_context.ts";
+import { _positiveIntOrInfinity } from "../_validate.ts";
+
+/** What the guard lends every admission (one object, shared). */
+export interface _AdmissionHost {
+  schedule(delayMs: number, fn: () => void, now: number): TimerHandle;
+  now(): number;
+  validateTimeout(ms: number): number;
+  onDeadline(a: _Admission): void;
+  newCleanups(): CleanupRegistry;
+  /** The request asked for its shutdown signal: fire it now if stopping, else at the stop. */
+  watchShutdown(a: _Admission): void;
+}
+
+// One reason on every runtime (they report a client leaving as AbortError, BadResource or
+// Error("aborted")); the runtime's own reason is kept as the cause.
+const _clientGone = (cause?: unknown) => Object.assign(new DOMException("The client disconnected", "AbortError"), { cause });
+
+export class _Admission {
+  readonly request: Request;
+  readonly info: ServeInfo | undefined;
+  readonly startedAt: number;
+  /** The client key, once a keyed gate computed it. */
+  key: string | undefined = undefined;
+  /**
+   * The body stream: null when there is none; undefined when the head declares one that is
+   * not read yet (the body cap gate reads it).
+   */
+  body: ReadableStream<Uint8Array> | null | undefined = null;
+  /** The declared length (framing gate). */
+  declared: DeclaredLength | undefined = undefined;
+  /** The request the handler gets: the original, or one carrying the capped body. */
+  forward: Request;
+  /** True once the body passed its cap: the answer becomes 413 whatever the handler says. */
+  overflowed = false;
+  /** True once the body was read to its end. */
+  bodyEnded = false;
+  /** True once the handler settled. */
+  settled = false;
+  abandonedBy: unknown = undefined;
+  /** True from a 408 until the handler settles. */
+  straggling = false;
+  /** Fails the request's body stream (a pending read rejects); set when the body is capped. */
+  failBody: ((reason: unknown) => void) | undefined = undefined;
+  /** Resolves the guard's answer; set when the handler starts. */
+  resolve: ((res: Response) => void) | undefined = undefined;
+  timeoutMs: number;
+  readonly #host: _AdmissionHost;
+  /** What the gates handed out (at most a per-key slot, then a permit), released last first, once. */
+  #first: Disposable | undefined = undefined;
+  #second: Disposable | undefined = undefined;
+  #answered = false;
+  #bodyLimit: number | undefined = undefined;
+  /** The cap applied before the handler ran: the handler may lower it, never raise it. */
+  #bodyLimitBefore: number | undefined = undefined;
+  #cleanups: CleanupRegistry | undefined = undefined;
+  #deadline: TimerHandle | undefined = undefined;
+  #controller: AbortController | undefined = undefined;
+  #shutdown: AbortController | undefined = undefined;
+  #watching = false;
+  #view: _RequestView | undefined = undefined;
+
+  constructor(host: _AdmissionHost, request: Request, info: ServeInfo | undefined, startedAt: number, timeoutMs: number) {
+    this.#host = host;
+    this.request = request;
+    this.forward = request;
+    this.info = info;
+    this.startedAt = startedAt;
+    this.timeoutMs = timeoutMs;
+  }
+
+  /** What the handler receives: the public view (its `context` is itself). */
+  get view(): _RequestView {
+    return (this.#view ??= new _RequestView(this));
+  }
+
+  /**
+   * Keeps `held` (a slot, a permit) until {@linkcode release}. Two places, not a stack: the
+   * list has two gates that hand something out (DisposableStack is not on Node 20 either).
+   */
+  hold(held: Disposable): void {
+    if (this.#first === undefined) this.#first = held;
+    else if (this.#second === undefined) this.#second = held;
+    else throw new TypeError("An admission holds at most two things");
+  }
+
+  /** Gives back everything held, last first, once: on refusal, or when the handler settles. */
+  release(): void {
+    const first = this.#first;
+    const second = this.#second;
+    this.#first = this.#second = undefined;
+    second?.[Symbol.dispose]();
+    first?.[Symbol.dispose]();
+  }
+
+  /** The body cap gate's verdict: the cap that applies before the handler runs. */
+  setCapBefore(cap: number | undefined): void {
+    this.#bodyLimit = cap;
+    this.#bodyLimitBefore = cap;
+  }
+
+  get bodyLimit(): number | undefined {
+    return this.#bodyLimit;
+  }
+
+  /** The handler's `context.bodyLimitBytes = bytes`: validated, lowering only. */
+  setBodyLimit(bytes: number | undefined): void {
+    const what = "set the body cap";
+    if (bytes !== undefined) _positiveIntOrInfinity(what, "bodyLimitBytes", bytes);
+    const before = this.#bodyLimitBefore ?? Infinity;
+    if ((bytes ?? Infinity) > before) {
+      throw new RangeError(
+        `Cannot ${what} as "bodyLimitBytes" must be at most ${before} (the cap applied before the handler ran; ` +
+          `declare a larger cap for this route in "routeBodyLimits"): current value is ${bytes}`,
+      );
+    }
+    this.#bodyLimit = bytes;
+    const declared = this.declared?.kind === "length" ? this.declared.bytes : undefined;
+    if (bytes !== undefined && declared !== undefined && declared > bytes && !this.overflowed) {
+      // Refused as the guard would have refused it upfront: any read fails, the answer is 413.
+      this.overflowed = true;
+      this.failBody?.(new BodyTooLargeError(bytes));
+    }
+  }
+
+  /** The handler's `context.timeoutMs = ms`: validated, re-arms the deadline. */
+  setTimeoutMs(ms: number): void {
+    this.timeoutMs = this.#host.validateTimeout(ms);
+    if (!this.settled && this.abandonedBy === undefined) this.arm();
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.abandonedBy !== undefined) this.#controller.abort(this.abandonedBy);
+      else this.watchClient();
+    }
+    return this.#controller.signal;
+  }
+
+  get shutdownSignal(): AbortSignal {
+    if (this.#shutdown === undefined) {
+      this.#shutdown = new AbortController();
+      this.#host.watchShutdown(this);
+    }
+    return this.#shutdown.signal;
+  }
+
+  /** True once someone asked for the shutdown signal (its response may be long-lived). */
+  get watchesShutdown(): boolean {
+    return this.#shutdown !== undefined;
+  }
+
+  /** The server started shutting down. */
+  fireShutdown(reason: unknown): void {
+    this.#shutdown?.abort(reason);
+  }
+
+  onAbandon(cleanup: (reason: unknown) => void | Promise<void>): () => void {
+    this.watchClient();
+    return (this.#cleanups ??= this.#host.newCleanups()).add(cleanup);
+  }
+
+  /** (Re)schedules the deadline from the arrival time; `now` saves a clock read when the caller has one. */
+  arm(now: number = this.#host.now()): void {
+    this.#deadline?.cancel();
+    this.#deadline = undefined;
+    if (this.timeoutMs === Infinity) return;
+    const left = this.startedAt + this.timeoutMs - now;
+    this.#deadline = this.#host.schedule(Math.max(0, left), () => this.#host.onDeadline(this), now);
+  }
+
+  /** Listens for the client leaving, once, only when someone asked for the signal or a cleanup. */
+  watchClient(): void {
+    if (this.#watching || this.settled) return;
+    this.#watching = true;
+    const client = this.request.signal;
+    if (client.aborted) this.abandon(_clientGone(client.reason));
+    else client.addEventListener("abort", () => this.abandon(_clientGone(client.reason)), { once: true });
+  }
+
+  /** The request is given up before its handler settled: fire the signal and the cleanups, once. */
+  abandon(reason: unknown): void {
+    if (this.settled || this.abandonedBy !== undefined) return;
+    this.abandonedBy = reason;
+    this.#deadline?.cancel();
+    this.#controller?.abort(reason);
+    // A handler blocked reading a trickling body would otherwise wait for the client forever.
+    this.failBody?.(reason);
+    this.#cleanups?.abandon(reason);
+  }
+
+  /** Answers the client, once; returns whether this call did. */
+  answer(res: Response): boolean {
+    if (this.#answered || this.resolve === undefined) return false;
+    this.#answered = true;
+    this.resolve(res);
+    return true;
+  }
+
+  /** The handler settled: later abandonment is a no-op; what it held is given back. */
+  finish(): void {
+    this.settled = true;
+    this.#deadline?.cancel();
+    this.#cleanups?.complete();
+    this.release();
+  }
+}

@@ -1,0 +1,125 @@
+// Which body cap applies to a request, known before its handler runs: the service-wide cap,
+// or the cap of the first declared route it matches. A route cap set only inside the handler
+// (a Hono `bodyLimit()`) would come too late for a handler that never reads the body.
+import { _positiveIntOrInfinity, _show } from "../_validate.ts";
+import type { DeclaredLength } from "./body_limit.ts";
+
+/** One route's body cap, declared in the guard's options so it applies before the handler runs. */
+export interface RouteBodyLimit {
+  /**
+   * The request path, matched against the URL's pathname as the request carries it: exact
+   * (`/upload`), or every path under a prefix when it ends in `*` (`/files/*`).
+   */
+  readonly path: string;
+  /** Only requests with this method (case-insensitive). @default every method */
+  readonly method?: string;
+  /** The cap for matching requests, in bytes: a positive integer, or `Infinity` for none. */
+  readonly bytes: number;
+}
+
+/**
+ * Up to this many unread body bytes the runtime may read and discard to keep the connection;
+ * a larger or unknown remainder closes the connection instead (RFC 9112 §9.6).
+ */
+export const UNREAD_BODY_KEEP_BYTES = 64 * 1024;
+
+/**
+ * Whether a connection should close rather than read the unread rest of a request body:
+ * true unless the declared length is known and at most {@linkcode UNREAD_BODY_KEEP_BYTES}.
+ *
+ * @example
+ * ```ts
+ * import { closesOnUnreadBody } from "./body_caps.ts";
+ * console.assert(closesOnUnreadBody({ kind: "length", bytes: 100 }) === false);
+ * console.assert(closesOnUnreadBody({ kind: "unknown" }) === true);
+ * ```
+ */
+export function closesOnUnreadBody(declared: DeclaredLength | undefined): boolean {
+  return declared?.kind !== "length" || declared.bytes > UNREAD_BODY_KEEP_BYTES;
+}
+
+/**
+ * Validates a `routeBodyLimits` list: each entry a plain object with a `path` starting with
+ * `/`, an optional non-empty `method` (upper-cased here) and `bytes` a positive integer or
+ * `Infinity`. Returns a frozen copy.
+ */
+export function _resolveRouteBodyLimits(what: string, value: unknown): readonly RouteBodyLimit[] {
+  if (value === undefined) return Object.freeze([]);
+  if (!Array.isArray(value)) throw new TypeError(`Cannot ${what} as "routeBodyLimits" must be an array: current value is ${_show(value)}`);
+  return Object.freeze(value.map((entry: unknown, i): RouteBodyLimit => {
+    const field = `routeBodyLimits[${i}]`;
+    if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
+      throw new TypeError(`Cannot ${what} as "${field}" must be an object: current value is ${_show(entry)}`);
+    }
+    const { path, method, bytes } = entry as Record<string, unknown>;
+    if (typeof path !== "string" || !path.startsWith("/")) {
+      throw new TypeError(`Cannot ${what} as "${field}.path" must be a path starting with "/": current value is ${_show(path)}`);
+    }
+    if (method !== undefined && (typeof method !== "string" || method === "")) {
+      throw new TypeError(`Cannot ${what} as "${field}.method" must be a method name: current value is ${_show(method)}`);
+    }
+    _positiveIntOrInfinity(what, `${field}.bytes`, bytes);
+    const route = { path, bytes: bytes as number };
+    return Object.freeze(method === undefined ? route : { ...route, method: method.toUpperCase() });
+  }));
+}
+
+/**
+ * The largest cap any request can get (the service cap or the largest route cap), or
+ * undefined when some request has none: what a runtime's own body ceiling may follow.
+ */
+export function _bodyLimitCeiling(service: number | undefined, routes: readonly RouteBodyLimit[]): number | undefined {
+  if (service === undefined) return undefined;
+  const largest = routes.reduce((max, r) => Math.max(max, r.bytes), service);
+  return largest === Infinity ? undefined : largest;
+}
+
+/** The pathname of an absolute URL string, without building a URL object. */
+function _pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start < 0) return "/";
+  let end = url.length;
+  for (let i = start; i < url.length; i++) {
+    const c = url.charCodeAt(i);
+    if (c === 63 /* ? */ || c === 35 /* # */) {
+      end = i;
+      break;
+    }
+  }
+  return url.slice(start, end);
+}
+
+/** The cap that applies to `request`: the first matching route's, else the service cap. */
+export function _capFor(request: Request, service: number | undefined, routes: readonly RouteBodyLimit[]): number | undefined {
+  if (routes.length === 0) return service;
+  const path = _pathOf(request.url);
+  const method = request.method;
+  for (const route of routes) {
+    if (route.method !== undefined && route.method !== method) continue;
+    const p = route.path;
+    if (p.endsWith("*") ? path.startsWith(p.slice(0, -1)) : path === p) return route.bytes;
+  }
+  return service;
+}
+
+/**
+ * Whether a body left unread should close the connection: a declared length over
+ * {@linkcode UNREAD_BODY_KEEP_BYTES}, or a chunked one. No length and no Transfer-Encoding
+ * means no body at all (HTTP/1.1).
+ */
+export function _unreadCloses(request: Request, declared: DeclaredLength | undefined, hasBody: boolean): boolean {
+  if (declared?.kind === "length") return declared.bytes > UNREAD_BODY_KEEP_BYTES;
+  return hasBody && request.headers.has("transfer-encoding");
+}
+
+/** `res` with `Connection: close`, as a new Response (the handler's own may be shared or immutable). */
+export function _withClose(res: Response): Response {
+  if (res.headers.get("connection") === "close") return res;
+  const headers = new Headers(res.headers);
+  headers.set("connection", "close");
+  try {
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+  } catch {
+    return res; // a status a Response cannot be built with (101): left as it is
+  }
+}

@@ -1,0 +1,43 @@
+// Which requests the process-wide gates never refuse: health probes and metrics scrapes.
+// A liveness probe refused by a tripped memory ceiling invites a restart loop, and metrics
+// that go dark while the process sheds hide exactly what an operator needs to see.
+import { _show } from "../_validate.ts";
+
+/**
+ * Requests that skip the process-wide gates (draining, memory ceiling, load monitor,
+ * concurrency limit): a list of exact paths (`"/healthz"`; no query, no prefix match), or a
+ * predicate over the request. They still meet the per-client gates (keyed rate limits,
+ * per-key in-flight cap), the framing check, the body cap and the request timeout.
+ */
+export type ExemptOption = readonly string[] | ((request: Request) => boolean);
+
+/**
+ * The matcher for an {@linkcode ExemptOption}, validated: undefined when nothing is exempt.
+ * A path list is matched against the request URL's path without parsing the URL (no URL
+ * object, no allocation): the path of an absolute URL starts at the first "/" after "//".
+ */
+export function _exemptMatcher(option: ExemptOption | undefined, what = "create guard"): ((request: Request) => boolean) | undefined {
+  if (option === undefined) return undefined;
+  if (typeof option === "function") return option;
+  if (!Array.isArray(option)) {
+    throw new TypeError(`Cannot ${what} as "exempt" must be an array of paths or a function: current value is ${_show(option)}`);
+  }
+  const paths = option.map((path: unknown, i) => {
+    if (typeof path !== "string" || !path.startsWith("/") || /[?#\s]/.test(path)) {
+      throw new RangeError(`Cannot ${what} as "exempt[${i}]" must be a path starting with "/" (no query): current value is ${_show(path)}`);
+    }
+    return path;
+  });
+  if (paths.length === 0) return undefined;
+  return (request) => {
+    const url = request.url;
+    // "http://" is 7 characters and a host at least 1: the path's "/" is at index 8 or later.
+    const start = url.indexOf("/", 8);
+    if (start < 0) return false;
+    for (const path of paths) {
+      const end = start + path.length;
+      if (url.startsWith(path, start) && (end === url.length || url.charCodeAt(end) === 63 /* ? */)) return true;
+    }
+    return false;
+  };
+}

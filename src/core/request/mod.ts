@@ -1,0 +1,11 @@
+// What one request holds and is answered with: its admission, the context its
+// handler sees, the body caps, the deadline, the cleanups, the refusal answers.
+// Re-exports only; core/mod.ts gathers the folders.
+export * from "./body_limit.ts";
+export * from "./cleanup_registry.ts";
+export * from "./connection_drop.ts";
+export * from "./deadline_wheel.ts";
+export * from "./responses.ts";
+export type { ExemptOption } from "./exempt.ts";
+export type { GuardedInfo, RequestContext } from "./request_context.ts";
+export { closesOnUnreadBody, type RouteBodyLimit, UNREAD_BODY_KEEP_BYTES } from "./body_caps.ts";

@@ -1,0 +1,146 @@
+import type { PeerAddress } from "../host/server.ts";
+import type { DeclaredLength } from "./body_limit.ts";
+
+/**
+ * The per-request state route-level code may read and adjust. It lives from admission
+ * until the handler settles.
+ */
+export interface RequestContext {
+  /**
+   * The body cap in bytes for this request (a positive integer or `Infinity`; undefined = no
+   * cap), read when the body is first read. It starts as the cap the guard applied before the
+   * handler ran (the service cap, or a `routeBodyLimits` entry's). Setting it may lower that
+   * cap (a declared length over the new cap is refused with 413 at once); raising it above
+   * throws a `RangeError`: declare the raise in `routeBodyLimits`, so it is known before the
+   * handler runs.
+   */
+  bodyLimitBytes: number | undefined;
+  /**
+   * This request's deadline in ms, counted from its arrival. Setting it re-arms the
+   * deadline; `Infinity` disables it (SSE streams, long upstream hops).
+   */
+  timeoutMs: number;
+  /** Fires at the deadline, when the client disconnects, and on a forced drain. */
+  readonly signal: AbortSignal;
+  /**
+   * Fires when the server starts shutting down (at the stop signal, before any pre-stop
+   * delay). A long-lived response (SSE, a long poll) should finish on it, so the drain ends
+   * clean instead of being forced at its deadline. Unlike `signal` it stays live after the
+   * handler returned, while the response body streams; it is this request's own signal, so
+   * listeners on it go away with the request.
+   */
+  readonly shutdownSignal: AbortSignal;
+  /** When the request arrived, on the guard's clock. */
+  readonly startedAt: number;
+  /** The client key the limiters used, when one was computed. */
+  readonly key: string | undefined;
+  /**
+   * Registers a cleanup that runs exactly once if the request is abandoned (client gone,
+   * deadline, forced drain) before its handler settles. Returns an unregister function.
+   */
+  onAbandon(cleanup: (reason: unknown) => void | Promise<void>): () => void;
+}
+
+/** What the handler behind a guard receives as its second argument. */
+export interface GuardedInfo {
+  /** The transport peer, as the adapter saw it. */
+  readonly peer: PeerAddress | undefined;
+  readonly context: RequestContext;
+}
+
+/**
+ * What an adapter passes along with each request. `peer` may be a getter: the guard reads
+ * it only when a keyed gate or the handler asks (on Bun, finding the peer costs a call).
+ */
+export interface ServeInfo {
+  readonly peer?: PeerAddress;
+  /**
+   * Whether the request head declares a body (Content-Length or Transfer-Encoding), from an
+   * adapter that knows it cheaply (node). When true, a GET or HEAD has its declared length
+   * checked too; otherwise a GET or HEAD is never asked for its headers (on Deno and Bun
+   * that costs every GET a header read).
+   */
+  readonly declaresBody?: boolean;
+  /**
+   * The declared length as the runtime's own parser read it (node), given with
+   * `declaresBody: true`: the framing gate then reads no header of the request.
+   */
+  readonly declared?: DeclaredLength;
+}
+
+/**
+ * What the view reads and sets: the guard's internal admission (admission.ts) has this
+ * shape. Declared here so that the view and the admission do not import each other.
+ */
+export interface _ViewSource {
+  readonly info: ServeInfo | undefined;
+  readonly bodyLimit: number | undefined;
+  setBodyLimit(bytes: number | undefined): void;
+  readonly timeoutMs: number;
+  setTimeoutMs(ms: number): void;
+  readonly signal: AbortSignal;
+  readonly shutdownSignal: AbortSignal;
+  readonly startedAt: number;
+  readonly key: string | undefined;
+  onAbandon(cleanup: (reason: unknown) => void | Promise<void>): () => void;
+}
+
+/**
+ * The one object a handler gets for its request: both its {@linkcode GuardedInfo} (`peer`,
+ * `context`) and its {@linkcode RequestContext} (`context` is itself). A view over the
+ * guard's internal admission, reached through a private field: user code can read and set
+ * only what RequestContext names (the setters validate), and a property it writes on the
+ * view is its own, never the guard's. Not exported from the package.
+ */
+export class _RequestView implements RequestContext, GuardedInfo {
+  readonly #a: _ViewSource;
+
+  constructor(admission: _ViewSource) {
+    this.#a = admission;
+  }
+
+  /** The transport peer, read from the adapter's info only when asked. */
+  get peer(): PeerAddress | undefined {
+    return this.#a.info?.peer;
+  }
+
+  get context(): RequestContext {
+    return this;
+  }
+
+  get bodyLimitBytes(): number | undefined {
+    return this.#a.bodyLimit;
+  }
+
+  set bodyLimitBytes(bytes: number | undefined) {
+    this.#a.setBodyLimit(bytes);
+  }
+
+  get timeoutMs(): number {
+    return this.#a.timeoutMs;
+  }
+
+  set timeoutMs(ms: number) {
+    this.#a.setTimeoutMs(ms);
+  }
+
+  get signal(): AbortSignal {
+    return this.#a.signal;
+  }
+
+  get shutdownSignal(): AbortSignal {
+    return this.#a.shutdownSignal;
+  }
+
+  get startedAt(): number {
+    return this.#a.startedAt;
+  }
+
+  get key(): string | undefined {
+    return this.#a.key;
+  }
+
+  onAbandon(cleanup: (reason: unknown) => void | Promise<void>): () => void {
+    return this.#a.onAbandon(cleanup);
+  }
+}

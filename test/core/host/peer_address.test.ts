@@ -1,0 +1,27 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { peerAddress } from "../../../src/core/host/peer_address.ts";
+
+describe("peerAddress", () => {
+  test("peerAddress: an IPv4 peer keeps its address and port, family IPv4", () => {
+    assert.deepEqual(peerAddress("127.0.0.1", 50123, "IPv4"), { address: "127.0.0.1", port: 50123, family: "IPv4" });
+  });
+
+  test("peerAddress: an IPv6 peer is family IPv6", () => {
+    assert.deepEqual(peerAddress("::1", 443, "IPv6"), { address: "::1", port: 443, family: "IPv6" });
+    assert.deepEqual(peerAddress("2001:db8::7", 80, 6), { address: "2001:db8::7", port: 80, family: "IPv6" });
+    assert.deepEqual(peerAddress("10.0.0.1", 80, 4), { address: "10.0.0.1", port: 80, family: "IPv4" });
+  });
+
+  test("peerAddress: an IPv4-mapped peer of a dual-stack socket stays as the transport wrote it (client keys unmap it)", () => {
+    assert.deepEqual(peerAddress("::ffff:127.0.0.1", 8, "IPv6"), { address: "::ffff:127.0.0.1", port: 8, family: "IPv6" });
+    assert.deepEqual(peerAddress("::ffff:127.0.0.1", 8), { address: "::ffff:127.0.0.1", port: 8, family: "IPv6" });
+  });
+
+  test("peerAddress: a missing or unknown family is derived from the address", () => {
+    assert.deepEqual(peerAddress("192.0.2.1", 1), { address: "192.0.2.1", port: 1, family: "IPv4" });
+    assert.deepEqual(peerAddress("fe80::1%eth0", 1, undefined), { address: "fe80::1%eth0", port: 1, family: "IPv6" });
+    assert.deepEqual(peerAddress("192.0.2.1", undefined, "unix"), { address: "192.0.2.1", port: undefined, family: "IPv4" });
+    assert.equal(peerAddress("2001:db8::1").family, "IPv6");
+  });
+});

@@ -1,0 +1,187 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createScopedLimiter } from "../../../src/core/limits/scopes.ts";
+import { createFixedWindowLimiter } from "../../../src/core/limits/fixed_window.ts";
+import { createTokenBucketLimiter } from "../../../src/core/limits/token_bucket.ts";
+import { createManualClock } from "../../../src/testing/manual_clock.ts";
+import type { HygieneEvent } from "../../../src/core/events.ts";
+
+interface Ctx {
+  tenant: string;
+  ip: string;
+}
+
+function setup(onEvent?: (e: HygieneEvent) => void) {
+  const clock = createManualClock();
+  const global = createFixedWindowLimiter({ limit: 100, windowMs: 1000, clock, name: "global" });
+  const tenantTotal = createTokenBucketLimiter({ ratePerSecond: 10, burst: 10, clock, name: "tenant" });
+  const client = createFixedWindowLimiter({ limit: 2, windowMs: 1000, clock, name: "ip" });
+  const scoped = createScopedLimiter<Ctx>({
+    scopes: [
+      { name: "global", limiter: global },
+      { name: "tenant-total", limiter: tenantTotal, key: (c) => c.tenant },
+      { name: "tenant", limiter: client, key: (c) => `${c.tenant}|${c.ip}` },
+    ],
+    ...(onEvent ? { onEvent } : {}),
+  });
+  return { clock, global, tenantTotal, client, scoped };
+}
+
+describe("scopes", () => {
+  test("scopes: a request admitted by every scope is charged to every scope", () => {
+    const { global, tenantTotal, client, scoped } = setup();
+    const d = scoped.take({ tenant: "t1", ip: "1.1.1.1" });
+    assert.equal(d.allowed, true);
+    assert.equal(global.peek("global").remaining, 98);
+    assert.equal(tenantTotal.peek("t1").remaining, 8);
+    assert.equal(client.peek("t1|1.1.1.1").remaining, 0);
+    assert.equal(d.scope, "tenant", "the scope with the least remaining speaks for the decision");
+    assert.equal(d.remaining, 1);
+  });
+
+  test("scopes: a caller over its own budget does not decrement the global budget", () => {
+    const { global, tenantTotal, scoped } = setup();
+    const ctx = { tenant: "t1", ip: "1.1.1.1" };
+    scoped.take(ctx);
+    scoped.take(ctx);
+    for (let i = 0; i < 50; i++) {
+      const d = scoped.take(ctx);
+      assert.equal(d.allowed, false);
+      assert.equal(d.scope, "tenant");
+    }
+    assert.equal(global.peek("global").remaining, 97, "only the 2 admitted requests were charged");
+    assert.equal(tenantTotal.peek("t1").remaining, 7);
+  });
+
+  test("scopes: the refusal names the coarsest refusing scope", () => {
+    const clock = createManualClock();
+    const global = createFixedWindowLimiter({ limit: 1, windowMs: 1000, clock });
+    const tenant = createFixedWindowLimiter({ limit: 1, windowMs: 1000, clock });
+    const scoped = createScopedLimiter<string>({
+      scopes: [{ name: "global", limiter: global }, { name: "tenant", limiter: tenant, key: (t) => t }],
+    });
+    scoped.take("a");
+    const d = scoped.take("a"); // both scopes would refuse
+    assert.equal(d.allowed, false);
+    assert.equal(d.scope, "global");
+    assert.equal(d.reason, "over-limit");
+    assert.equal(d.retryAfterMs, 1000);
+  });
+
+  test("scopes: the refusal emits one deny event with the scope and limiter class, no key", () => {
+    const events: HygieneEvent[] = [];
+    const { scoped } = setup((e) => events.push(e));
+    const ctx = { tenant: "tenant-secret", ip: "9.9.9.9" };
+    scoped.take(ctx);
+    scoped.take(ctx);
+    scoped.take(ctx);
+    assert.deepEqual(events, [
+      { type: "deny", layer: "rate", reason: "over-limit", status: 429, retryAfterMs: 1000, scope: "tenant", limiterClass: "ip" },
+    ]);
+  });
+
+  test("scopes: a key function that throws fails closed at its scope and emits a fault", () => {
+    const events: HygieneEvent[] = [];
+    const clock = createManualClock();
+    const global = createFixedWindowLimiter({ limit: 10, windowMs: 5000, clock });
+    const tenant = createTokenBucketLimiter({ ratePerSecond: 2, burst: 4, clock, name: "tenant" });
+    const scoped = createScopedLimiter<{ tenant?: string }>({
+      scopes: [
+        { name: "global", limiter: global },
+        { name: "tenant", limiter: tenant, key: (c) => c.tenant!.toLowerCase() },
+      ],
+      onEvent: (e) => events.push(e),
+    });
+    const d = scoped.take({});
+    assert.equal(d.allowed, false);
+    assert.equal(d.scope, "tenant");
+    assert.equal(d.reason, "limiter-error");
+    assert.equal(d.retryAfterMs, 500, "the tenant limiter's 1/rate");
+    assert.equal(global.peek("global").remaining, 9, "nothing was charged");
+    assert.equal(events[0]?.type, "fault");
+    assert.ok(events[0]?.type === "fault" && events[0].source === "rate-limiter" && events[0].failed === "closed");
+    assert.ok(events[0]?.type === "fault" && events[0].error instanceof TypeError);
+    assert.deepEqual(events[1], {
+      type: "deny", layer: "rate", reason: "limiter-error", status: 429, retryAfterMs: 500, scope: "tenant", limiterClass: "tenant",
+    });
+  });
+
+  test("scopes: a third-party limiter whose peek or take throws fails closed at its scope like one that denies", () => {
+    const events: HygieneEvent[] = [];
+    const clock = createManualClock();
+    const global = createFixedWindowLimiter({ limit: 10, windowMs: 5000, clock });
+    let broken: "peek" | "take" = "peek";
+    const foreign = {
+      ...createTokenBucketLimiter({ ratePerSecond: 2, burst: 4, clock, name: "vendor" }),
+      peek: () => {
+        if (broken === "peek") throw new Error("vendor peek failed");
+        return global.peek("unused");
+      },
+      take: () => {
+        throw new Error("vendor take failed");
+      },
+    };
+    const scoped = createScopedLimiter<{ tenant: string }>({
+      scopes: [
+        { name: "global", limiter: global },
+        { name: "vendor", limiter: foreign, key: (c) => c.tenant },
+      ],
+      onEvent: (e) => events.push(e),
+    });
+    for (const which of ["peek", "take"] as const) {
+      broken = which;
+      events.length = 0;
+      let d: ReturnType<typeof scoped.take> | undefined;
+      assert.doesNotThrow(() => (d = scoped.take({ tenant: "a" })), `a throwing ${which} must not escape`);
+      assert.equal(d!.allowed, false);
+      assert.equal(d!.reason, "limiter-error");
+      assert.equal(d!.scope, "vendor");
+      assert.equal(d!.retryAfterMs, 500, "the limiter's fail-closed Retry-After");
+      assert.ok(events.some((e) => e.type === "fault" && e.failed === "closed" && e.error instanceof Error));
+      assert.deepEqual(events.filter((e) => e.type === "deny"), [
+        { type: "deny", layer: "rate", reason: "limiter-error", status: 429, retryAfterMs: 500, scope: "vendor", limiterClass: "vendor" },
+      ]);
+      // peek() reports what would remain after this request: 9 means nothing was charged yet.
+      const charged = which === "peek" ? 0 : 1; // a throwing take comes after global was charged
+      assert.equal(global.peek("global").remaining, 9 - charged);
+    }
+  });
+
+  test("scopes: one time read is handed to every scope; a passed now is used as is", () => {
+    let reads = 0;
+    const manual = createManualClock();
+    const clock = { ...manual, now: () => (reads++, manual.now()) };
+    const a = createFixedWindowLimiter({ limit: 5, windowMs: 1000, clock });
+    const b = createFixedWindowLimiter({ limit: 5, windowMs: 1000, clock });
+    const scoped = createScopedLimiter<null>({ scopes: [{ name: "a", limiter: a }, { name: "b", limiter: b }] });
+    scoped.take(null);
+    assert.equal(reads, 1);
+    scoped.take(null, 1, 250);
+    assert.equal(reads, 1);
+    assert.equal(a.peek("a", 1, 250).remaining, 2);
+  });
+
+  test("scopes: a cost is charged to every scope; a cost above a scope's budget throws", () => {
+    const { global, scoped } = setup();
+    scoped.take({ tenant: "t", ip: "i" }, 2);
+    assert.equal(global.peek("global").remaining, 97);
+    assert.throws(() => scoped.take({ tenant: "t", ip: "i" }, 3), RangeError);
+    assert.equal(global.peek("global").remaining, 97);
+  });
+
+  test("scopes: configuration errors throw at creation", () => {
+    const limiter = createFixedWindowLimiter();
+    assert.throws(() => createScopedLimiter({ scopes: [] }), TypeError);
+    assert.throws(
+      () => createScopedLimiter({ scopes: [{ name: "a", limiter }, { name: "b", limiter }] }),
+      /scope "b" needs a limiter of its own/,
+    );
+    assert.throws(
+      () => createScopedLimiter({ scopes: [{ name: "a", limiter }, { name: "a", limiter: createFixedWindowLimiter() }] }),
+      TypeError,
+    );
+    assert.throws(() => createScopedLimiter({ scopes: [{ name: "a", limiter, key: "x" as never }] }), TypeError);
+    const scoped = createScopedLimiter({ scopes: [{ name: "global", limiter }, { name: "ip", limiter: createFixedWindowLimiter() }] });
+    assert.deepEqual(scoped.scopes, ["global", "ip"]);
+  });
+});

@@ -1,0 +1,225 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createLoadMonitor } from "../../../src/core/overload/load_monitor.ts";
+import { createManualClock, type ManualClock } from "../../../src/testing/manual_clock.ts";
+import type { Clock, TimerOptions } from "../../../src/core/clock.ts";
+
+/** A manual clock that also records every interval the monitor schedules and every tick it runs. */
+function countingClock(): { clock: Clock; manual: ManualClock; intervals: (TimerOptions | undefined)[]; ticks: () => number } {
+  const manual = createManualClock();
+  const intervals: (TimerOptions | undefined)[] = [];
+  let ticks = 0;
+  const clock: Clock = {
+    now: () => manual.now(),
+    setTimeout: (fn, ms, options) => manual.setTimeout(fn, ms, options),
+    setInterval: (fn, ms, options) => {
+      intervals.push(options);
+      return manual.setInterval(() => (ticks++, fn()), ms, options);
+    },
+  };
+  return { clock, manual, intervals, ticks: () => ticks };
+}
+
+describe("load monitor", () => {
+  const started = (options = {}) => {
+    const clock = createManualClock();
+    const monitor = createLoadMonitor({ clock, highWatermarkMs: 40, lowWatermarkMs: 15, ...options });
+    monitor.start();
+    return { clock, monitor };
+  };
+
+  test("load monitor: samples hovering around the high watermark make one transition, not a flap", () => {
+    const { monitor } = started();
+    const states: boolean[] = [];
+    for (const sample of [39, 41, 39, 41, 38, 42, 39, 40, 30, 20, 16]) {
+      monitor.record(sample);
+      states.push(monitor.busy);
+    }
+    const transitions = states.filter((s, i) => i > 0 && s !== states[i - 1]).length;
+    assert.equal(transitions, 1);
+    assert.equal(monitor.busy, true);
+  });
+
+  test("load monitor: samples hovering around the low watermark after busy make one transition", () => {
+    const { monitor } = started();
+    monitor.record(100);
+    const states: boolean[] = [];
+    for (const sample of [16, 15, 16, 14, 17, 30, 39]) {
+      monitor.record(sample);
+      states.push(monitor.busy);
+    }
+    assert.deepEqual(states, [true, false, false, false, false, false, false]);
+  });
+
+  test("load monitor: the probe measures timer drift on the clock", () => {
+    const { clock, monitor } = started({ sampleIntervalMs: 10 });
+    clock.advance(10);
+    assert.equal(monitor.delayMs, 0);
+    assert.equal(monitor.busy, false);
+  });
+
+  test("load monitor: a loop stalled right now refuses new work before the probe can run", () => {
+    const { clock, monitor } = started({ sampleIntervalMs: 10 });
+    const t0 = clock.now();
+    assert.equal(monitor.admit(t0 + 5), true);
+    // The probe is overdue by the high watermark: a synchronous batch is running.
+    assert.equal(monitor.admit(t0 + 10 + 40), false);
+    void clock;
+  });
+
+  test("load monitor: while busy the admitted share follows the measured delay, with a floor", () => {
+    const { clock, monitor } = started({ minAdmitShare: 0.1 });
+    monitor.record(60);
+    const share1 = monitor.admitShare;
+    assert.ok(share1 < 1 && share1 >= 0.1, `share ${share1}`);
+    monitor.record(300);
+    assert.ok(monitor.admitShare < share1);
+    monitor.record(100_000);
+    assert.equal(monitor.admitShare, 0.1);
+    let admitted = 0;
+    for (let i = 0; i < 1000; i++) if (monitor.admit(clock.now())) admitted++;
+    assert.equal(admitted, 100, "deterministic: exactly the floor share of 1000");
+  });
+
+  test("load monitor: fails open — a monitor not running reads normal and admits", () => {
+    const monitor = createLoadMonitor({ clock: createManualClock() });
+    monitor.record(10_000);
+    assert.equal(monitor.busy, false);
+    assert.equal(monitor.admit(), true);
+    assert.equal(monitor.shouldDefer(), false);
+    monitor.start();
+    assert.equal(monitor.busy, true);
+    monitor.dispose();
+    assert.equal(monitor.busy, false);
+    assert.equal(monitor.admit(), true);
+  });
+
+  test("load monitor: shouldDefer follows the smoothed delay, not one spike", () => {
+    const { monitor } = started({ smoothing: 0.2, deferAboveMs: 15 });
+    monitor.record(50); // one spike: EWMA 10
+    assert.equal(monitor.shouldDefer(), false);
+    for (let i = 0; i < 10; i++) monitor.record(50);
+    assert.equal(monitor.shouldDefer(), true);
+    assert.ok(monitor.smoothedDelayMs > 15 && monitor.smoothedDelayMs < 50);
+  });
+
+  test("load monitor: the probe stops on dispose and never holds the clock", () => {
+    const { clock, monitor } = started();
+    assert.equal(clock.pendingTimers, 1);
+    monitor.dispose();
+    assert.equal(clock.pendingTimers, 0);
+  });
+
+  test("load monitor: a steady delay between the watermarks holds the share where the delay says, even after a spike", () => {
+    const { clock, monitor } = started();
+    // From calm, without any spike: 30 ms steady is twice the low watermark.
+    for (let i = 0; i < 200; i++) monitor.record(30);
+    assert.ok(Math.abs(monitor.admitShare - 0.5) < 0.05, `steady 30 ms from calm: share ${monitor.admitShare}`);
+    // A spike over the high watermark, then a steady delay between the watermarks (GC, CPU
+    // steal, a noisy neighbour): the share settles where the delay says, it does not ratchet.
+    monitor.record(100);
+    for (const [steady, expected] of [[20, 0.75], [30, 0.5], [20, 0.75]] as const) {
+      const shares: number[] = [];
+      for (let i = 0; i < 300; i++) {
+        monitor.record(steady);
+        shares.push(monitor.admitShare);
+      }
+      for (const share of shares.slice(100)) {
+        assert.ok(Math.abs(share - expected) < 0.05, `steady ${steady} ms: share ${share}, expected about ${expected}`);
+      }
+      let admitted = 0;
+      for (let i = 0; i < 1000; i++) if (monitor.admit(clock.now())) admitted++;
+      assert.ok(Math.abs(admitted - expected * 1000) <= 50, `steady ${steady} ms: ${admitted} of 1000 admitted`);
+    }
+    monitor.dispose();
+  });
+
+  test("load monitor: one good sample after a busy period does not restore the whole share; it climbs back over several samples", () => {
+    const { monitor } = started({ recoveryStep: 0.1 });
+    for (let i = 0; i < 20; i++) monitor.record(200);
+    const floor = monitor.admitShare;
+    assert.ok(floor < 0.1, `busy share ${floor}`);
+    monitor.record(5);
+    assert.ok(monitor.admitShare < 0.5, `one good sample restored the share to ${monitor.admitShare}`);
+    let previous = monitor.admitShare;
+    let samples = 1;
+    while (monitor.admitShare < 1 && samples < 100) {
+      monitor.record(5);
+      samples++;
+      assert.ok(monitor.admitShare >= previous, "the share only climbs while the loop is calm");
+      assert.ok(monitor.admitShare - previous <= 0.1 + 1e-9, `a step of ${monitor.admitShare - previous}`);
+      previous = monitor.admitShare;
+    }
+    assert.equal(monitor.admitShare, 1, "the share is back at 1 once the smoothed delay is below the low watermark");
+    assert.ok(samples >= 10, `back at 1 after only ${samples} samples`);
+    monitor.dispose();
+  });
+
+  test("load monitor: at normal load, below the low watermark, the share is 1 and nothing is refused", () => {
+    const { clock, monitor } = started();
+    const calm = [0, 3, 14, 1, 9, 15, 2, 12, 7, 0, 11, 15];
+    let refused = 0;
+    for (let i = 0; i < 600; i++) {
+      monitor.record(calm[i % calm.length]!);
+      assert.equal(monitor.admitShare, 1);
+      for (let j = 0; j < 5; j++) if (!monitor.admit(clock.now())) refused++;
+    }
+    assert.equal(refused, 0);
+    monitor.dispose();
+  });
+
+  test("load monitor: with no requests for the idle period the probe schedules no more timers and reads normal; the next request restarts it", () => {
+    const { clock, manual, intervals, ticks } = countingClock();
+    const monitor = createLoadMonitor({ clock, idleAfterMs: 1_000 });
+    monitor.start();
+    assert.equal(manual.pendingTimers, 1);
+    manual.advance(500);
+    assert.equal(monitor.admit(manual.now()), true, "a request at 500 ms");
+    manual.advance(999);
+    assert.equal(monitor.running, true, "999 ms after the last request is not yet idle");
+    manual.advance(100);
+    assert.equal(monitor.running, false, "idle: the probe stopped");
+    assert.equal(manual.pendingTimers, 0, "no timer left while idle");
+    const ticked = ticks();
+    manual.advance(60_000);
+    assert.equal(ticks(), ticked, "no wake-ups while idle");
+    // Stopped reads normal (fails open), whatever it measured last.
+    monitor.record(500);
+    assert.equal(monitor.busy, false);
+    assert.equal(monitor.shouldDefer(), false);
+    assert.equal(monitor.admitShare, 1);
+    // The next request is admitted and restarts the probe, measuring from now: the idle gap is no stall.
+    assert.equal(monitor.admit(manual.now()), true);
+    assert.equal(monitor.running, true);
+    assert.equal(manual.pendingTimers, 1);
+    manual.advance(10);
+    assert.equal(monitor.delayMs, 0);
+    assert.equal(monitor.busy, false);
+    assert.equal(intervals.length, 2, "one interval per start");
+    assert.ok(intervals.every((o) => o?.unref === true), "every probe timer is unref'd");
+    monitor.dispose();
+    assert.equal(manual.pendingTimers, 0);
+    assert.equal(monitor.admit(manual.now()), true);
+    assert.equal(monitor.running, false, "a disposed monitor is not restarted by a request");
+  });
+
+  test("load monitor: a monitor whose share is still recovering keeps probing through a quiet period", () => {
+    const { manual, clock } = countingClock();
+    const monitor = createLoadMonitor({ clock, idleAfterMs: 10 });
+    monitor.start();
+    for (let i = 0; i < 10; i++) monitor.record(300);
+    manual.advance(30);
+    assert.equal(monitor.running, true, "stopped while the share was still below 1");
+    manual.advance(2_000);
+    assert.equal(monitor.admitShare, 1);
+    assert.equal(monitor.running, false, "stopped once recovered and idle");
+    assert.equal(manual.pendingTimers, 0);
+  });
+
+  test("load monitor: bad watermarks throw naming the fields", () => {
+    assert.throws(() => createLoadMonitor({ highWatermarkMs: 10, lowWatermarkMs: 10 }), /"lowWatermarkMs" must be below "highWatermarkMs": current values are 10 and 10/);
+    assert.throws(() => createLoadMonitor({ minAdmitShare: 0 }), /"minAdmitShare" must be a number in \(0, 1\]: current value is 0/);
+    assert.throws(() => createLoadMonitor({ recoveryStep: 1.5 }), /"recoveryStep" must be a number in \(0, 1\]: current value is 1.5/);
+    assert.throws(() => createLoadMonitor({ idleAfterMs: 0 }), /"idleAfterMs" must be a positive integer or Infinity: current value is 0/);
+  });
+});

@@ -1,0 +1,67 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createDeadlineWheel, createTimerDeadlines } from "../../../src/core/request/deadline_wheel.ts";
+import { createManualClock } from "../../../src/testing/manual_clock.ts";
+
+describe("deadline wheel", () => {
+  test("deadline wheel: a deadline fires within one tick after it, never before", () => {
+    const clock = createManualClock(3);
+    const wheel = createDeadlineWheel({ clock, resolutionMs: 10 });
+    const fired: number[] = [];
+    wheel.schedule(25, () => fired.push(clock.now()));
+    clock.advance(24);
+    assert.deepEqual(fired, []);
+    clock.advance(10);
+    assert.equal(fired.length, 1);
+    assert.ok(fired[0]! >= 28 && fired[0]! < 38, `fired at ${fired[0]}`);
+  });
+
+  test("deadline wheel: one shared timer for many deadlines, and none once all are done", () => {
+    const clock = createManualClock();
+    const wheel = createDeadlineWheel({ clock, resolutionMs: 10 });
+    const handles = Array.from({ length: 1000 }, (_, i) => wheel.schedule(100 + i, () => {}));
+    assert.equal(clock.pendingTimers, 1);
+    assert.equal(wheel.pending, 1000);
+    for (const h of handles) h.cancel();
+    assert.equal(wheel.pending, 0);
+    assert.equal(clock.pendingTimers, 1, "kept until its next tick, so quiet traffic does not churn timers");
+    clock.advance(10);
+    assert.equal(clock.pendingTimers, 0, "an idle wheel holds no timer");
+  });
+
+  test("deadline wheel: a cancelled deadline never fires; cancelling twice is harmless", () => {
+    const clock = createManualClock();
+    const wheel = createDeadlineWheel({ clock });
+    let fired = 0;
+    const a = wheel.schedule(10, () => fired++);
+    wheel.schedule(10, () => fired++);
+    a.cancel();
+    a.cancel();
+    clock.advance(100);
+    assert.equal(fired, 1);
+    assert.equal(wheel.pending, 0);
+  });
+
+  test("deadline wheel: a zero delay still fires on the next tick", () => {
+    const clock = createManualClock(20);
+    const wheel = createDeadlineWheel({ clock, resolutionMs: 10 });
+    let fired = false;
+    wheel.schedule(5, () => {});
+    wheel.schedule(0, () => (fired = true));
+    clock.advance(10);
+    assert.equal(fired, true);
+  });
+
+  test("timer deadlines: one clock timer each, exact", () => {
+    const clock = createManualClock();
+    const deadlines = createTimerDeadlines(clock);
+    let at = -1;
+    deadlines.schedule(25, () => (at = clock.now()));
+    const b = deadlines.schedule(30, () => assert.fail("cancelled"));
+    assert.equal(clock.pendingTimers, 2);
+    b.cancel();
+    clock.advance(40);
+    assert.equal(at, 25);
+    assert.equal(deadlines.pending, 0);
+  });
+});

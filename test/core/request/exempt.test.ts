@@ -1,0 +1,121 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createGuard, type GuardOptions } from "../../../src/core/guard.ts";
+import { createManualClock } from "../../../src/testing/manual_clock.ts";
+import type { DenyEvent } from "../../../src/core/events.ts";
+import { createFixedWindowLimiter } from "../../../src/core/limits/fixed_window.ts";
+import { flushMicrotasks } from "../../support/flush.ts";
+import { post } from "../../support/bodies.ts";
+
+const GET = (path: string) => new Request(`http://localhost:8000${path}`);
+const PROBES = ["/healthz", "/readyz", "/metrics"];
+
+function setup(options: GuardOptions, rss = 100) {
+  const clock = createManualClock();
+  const memory = { rss };
+  const host = { clock, rss: () => memory.rss, onShutdownSignal: () => () => {} };
+  const denials: DenyEvent[] = [];
+  const guard = createGuard({ loadMonitor: false, onDeny: (e) => denials.push(e), ...options }, host);
+  return { clock, memory, guard, denials };
+}
+
+describe("guard: exempt paths", () => {
+  test("exempt: with the memory ceiling tripped, probe and metrics paths are answered; every other path gets 503", async () => {
+    const { clock, memory, guard, denials } = setup({ memory: { ceilingBytes: 1000, intervalMs: 1000 }, exempt: PROBES });
+    const fetch = guard.wrap((request) => new Response(new URL(request.url).pathname));
+    memory.rss = 2000;
+    clock.advance(1000);
+    assert.equal(guard.memory!.shedding, true);
+    for (const path of PROBES) {
+      const res = await fetch(GET(path));
+      assert.equal(res.status, 200, path);
+      assert.equal(await res.text(), path);
+    }
+    assert.equal((await fetch(GET("/healthz?full=1"))).status, 200, "a query does not change the path");
+    for (const path of ["/", "/healthz/x", "/healthzz", "/metric", "/api/healthz"]) {
+      assert.equal((await fetch(GET(path))).status, 503, path);
+    }
+    assert.deepEqual(new Set(denials.map((d) => d.layer)), new Set(["memory"]));
+    guard.dispose();
+  });
+
+  test("exempt: while the load monitor is busy and every permit is taken, an exempt path still runs and takes no permit", async () => {
+    const { guard } = setup({ exempt: ["/healthz"], loadMonitor: { minAdmitShare: 0.01 }, concurrencyLimit: 1 });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const fetch = guard.wrap(async (request) => {
+      if (request.url.endsWith("/slow")) await gate;
+      return new Response("ok");
+    });
+    const slow = fetch(GET("/slow"));
+    await flushMicrotasks();
+    assert.equal(guard.inFlight, 1);
+    assert.equal((await fetch(GET("/"))).status, 503, "the concurrency limit is full");
+    assert.equal((await fetch(GET("/healthz"))).status, 200);
+    guard.load!.record(500);
+    assert.equal(guard.load!.busy, true);
+    assert.equal((await fetch(GET("/"))).status, 503, "the load monitor sheds");
+    assert.equal((await fetch(GET("/healthz"))).status, 200);
+    assert.equal(guard.inFlight, 1, "the probe held no permit");
+    release();
+    assert.equal((await slow).status, 200);
+    guard.dispose();
+  });
+
+  test("exempt: during a drain an exempt path reaches its handler (readiness answers for itself); others get 503 + close", async () => {
+    const stop = new AbortController();
+    const { guard } = setup({ exempt: ["/readyz"], shutdown: stop });
+    const fetch = guard.wrap(() => new Response("not ready", { status: 503 }));
+    stop.abort();
+    const probe = await fetch(GET("/readyz"));
+    assert.equal(probe.status, 503);
+    assert.equal(await probe.text(), "not ready", "the handler's own answer");
+    const other = await fetch(GET("/"));
+    assert.equal(other.status, 503);
+    assert.equal(other.headers.get("connection"), "close");
+    assert.equal(await other.text(), "Service Unavailable");
+  });
+
+  test("exempt: an exempt path still meets the per-client rate limit, the body cap and the request timeout", async () => {
+    const { clock, guard } = setup({
+      exempt: ["/metrics", "/upload"],
+      bodyLimitBytes: 4,
+      requestTimeoutMs: 1000,
+      rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 3, windowMs: 60_000, name: "ip" }) }],
+    });
+    const fetch = guard.wrap(async (request) => {
+      if (request.url.endsWith("/metrics?hang")) return new Promise<Response>(() => {});
+      if (request.body !== null) await request.text();
+      return new Response("ok");
+    });
+    const info = { peer: { address: "10.0.0.1", port: 1 } };
+    assert.equal((await fetch(post("too long a body", { "content-length": "15" }), info)).status, 413);
+    const hanging = fetch(GET("/metrics?hang"), info);
+    await flushMicrotasks();
+    clock.advance(1000);
+    assert.equal((await hanging).status, 408);
+    assert.equal((await fetch(GET("/metrics"), info)).status, 200, "the third request in the window");
+    assert.equal((await fetch(GET("/metrics"), info)).status, 429, "the fourth request in the window");
+    guard.dispose();
+  });
+
+  test("exempt: a predicate decides which requests are exempt", async () => {
+    const { clock, memory, guard } = setup({
+      memory: { ceilingBytes: 1000, intervalMs: 1000 },
+      exempt: (request) => request.headers.get("user-agent")?.startsWith("kube-probe/") === true,
+    });
+    const fetch = guard.wrap(() => new Response("ok"));
+    memory.rss = 2000;
+    clock.advance(1000);
+    assert.equal((await fetch(new Request("http://localhost/", { headers: { "user-agent": "kube-probe/1.30" } }))).status, 200);
+    assert.equal((await fetch(GET("/"))).status, 503);
+    guard.dispose();
+  });
+
+  test("exempt: bad options throw naming the field", () => {
+    assert.throws(() => createGuard({ exempt: "/healthz" as never }), /Cannot create guard as "exempt" must be an array of paths or a function: current value is "\/healthz"/);
+    assert.throws(() => createGuard({ exempt: ["healthz"] }), (e) => e instanceof RangeError && /"exempt\[0\]" must be a path starting with "\/"/.test(e.message));
+    assert.throws(() => createGuard({ exempt: ["/ok", "/a?b"] }), /"exempt\[1\]"/);
+    assert.throws(() => createGuard({ exempt: [42 as never] }), /"exempt\[0\]".*current value is 42/);
+  });
+});
