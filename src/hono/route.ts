@@ -176,7 +176,11 @@ export const inFlightCap = (options: InFlightCapOptions = {}): MiddlewareHandler
       // "aborted": the client left while waiting; nobody is answered, nothing is reported.
       if (slot.reason !== "aborted") {
         const report = _reporterOf(context) ?? onEvent;
-        report?.({ type: "deny", layer: "peer", reason: slot.reason, status: slot.status, retryAfterMs: slot.retryAfterMs, ...limiterClass });
+        try {
+          report?.({ type: "deny", layer: "peer", reason: slot.reason, status: slot.status, retryAfterMs: slot.retryAfterMs, ...limiterClass });
+        } catch {
+          // A sink that throws is ignored for that event (EventSink): the client still gets its answer.
+        }
       }
       return denyResponse(slot.status, { retryAfterMs: slot.retryAfterMs });
     }
