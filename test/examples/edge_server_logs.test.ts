@@ -17,7 +17,8 @@ describe(`examples: edge server logs (${runtime})`, () => {
       HOST: "127.0.0.1",
       HYGIENE_BODY_LIMIT_BYTES: "1000",
       HYGIENE_UPLOAD_LIMIT_BYTES: "10000",
-      HYGIENE_REQUEST_TIMEOUT_MS: "500",
+      // Long enough that no ordinary request below reaches it on a loaded machine.
+      HYGIENE_REQUEST_TIMEOUT_MS: "2000",
       HYGIENE_DRAIN_TIMEOUT_MS: "5000",
       HYGIENE_LOAD_MONITOR: "off",
     });
