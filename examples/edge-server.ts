@@ -6,6 +6,7 @@ import { createFixedWindowLimiter, createShedLogger, exitCodeFor, type ServeHand
 import { createPrometheusExporter } from "../src/prometheus/mod.ts";
 import { createAuthLimiter, createEdgeApp, PROBE_PATHS } from "./edge/app.ts";
 import { ConfigError, configErrorFrom, readEdgeConfig } from "./edge/config.ts";
+import { edgeErrorHandler } from "./edge/errors.ts";
 
 const log = (record: { level: string; msg: string; [k: string]: unknown }) =>
   console.log(JSON.stringify({ time: new Date().toISOString(), ...record }, (_k, v) =>
@@ -37,6 +38,8 @@ const authLimiter = createAuthLimiter();
 let handle: ServeHandle | undefined;
 
 const app = createEdgeApp({ config, health: () => handle?.health, metrics: () => exporter.render(), authLimiter });
+// Expected outcomes (413, 408, a client leaving) answered quietly; anything else one JSON line.
+app.onError(edgeErrorHandler(log));
 
 const options: ServeOptions = {
   port: config.port,
@@ -81,7 +84,11 @@ try {
 exporter.observeGuard(handle.guard);
 exporter.observeLimiter("ip", ipLimiter.size);
 exporter.observeLimiter("auth", authLimiter.size);
-log({ level: "info", msg: "listening", runtime, hostname: handle.address.hostname, port: handle.address.port, config });
+const { hostname, port } = handle.address;
+const url = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+// The pid is the server's own (not npm's): what a supervisor or a test signals.
+const pid = runtime === "deno" ? Deno.pid : process.pid;
+log({ level: "info", msg: "listening", url, pid, runtime, hostname, port, config });
 
 // Exit with the outcome's code (clean 0, io 1, forced 3, flush 4): on Deno a forced drain
 // can leave a stuck handler's socket open, and only the exit ends it.
@@ -89,7 +96,9 @@ const exit = runtime === "deno" ? Deno.exit : process.exit;
 handle.finished.then(
   (outcome) => {
     exporter.recordDrain(outcome);
-    log({ level: outcome.outcome === "clean" ? "info" : "warn", msg: "drained", ...outcome });
+    // From the stop signal to the end of the in-flight drain, on the library's clock.
+    const durationMs = outcome.signalledAt === undefined ? undefined : Math.round(outcome.drainedAt - outcome.signalledAt);
+    log({ level: outcome.outcome === "clean" ? "info" : "warn", msg: "drained", durationMs, ...outcome });
     exit(exitCodeFor(outcome));
   },
   (error) => {

@@ -137,6 +137,10 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     },
     newCleanups: () => createCleanupRegistry(log),
     watchShutdown: (a) => longLived.watch(a),
+    // Route-level refusals (Hono's rateLimit, inFlightCap) reach the same sinks as the gates'.
+    report(event) {
+      if (reporting) _emit(sinks, event);
+    },
   };
 
   const answerWith = (a: _Admission, res: Response) => {

@@ -10,8 +10,10 @@ import {
   declaredLength,
   denyResponse,
   type InFlightLimiterOptions,
+  type EventSink,
   type RateLimiter,
   rateLimitedResponse,
+  _reporterOf,
 } from "../core/mod.ts";
 import { _requireContext, hygieneContext, peerOf } from "./context.ts";
 
@@ -89,11 +91,16 @@ export interface RateLimitOptions {
   key?: ClientKeyOptions | ClientKeyFunction;
   /** Adds the IETF RateLimit fields to 429s. @default false */
   headers?: boolean;
+  /** The scope a refusal is reported under (`serve_hygiene_rate_limit_denials_total{scope}`). @default "route" */
+  scope?: string;
 }
 
 /**
  * A route-level rate limit, checked before the handler (an auth route calls it before any
- * credential check). 429 + Retry-After when the client's budget is spent.
+ * credential check). 429 + Retry-After when the client's budget is spent. Behind a guard (the
+ * adapter's `serve()` or `hygiene()`) a refusal is reported through the guard's `onDeny` and
+ * `onEvent` (layer `rate`, the limiter's name as its class, `scope`); without one, the
+ * limiter's own `onEvent` reports it.
  *
  * @example
  * ```ts
@@ -106,10 +113,28 @@ export interface RateLimitOptions {
  */
 export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
   const keyOf = typeof options.key === "function" ? options.key : createClientKey(options.key);
+  const limiter = options.limiter;
+  const scope = options.scope ?? "route";
   return async function rateLimit(c, next) {
-    const key = hygieneContext(c)?.key ?? keyOf(c.req.raw, { peer: peerOf(c) });
-    const decision = options.limiter.take(key);
-    if (!decision.allowed) return rateLimitedResponse(decision, { rateLimitHeaders: options.headers === true });
+    const context = hygieneContext(c);
+    const key = context?.key ?? keyOf(c.req.raw, { peer: peerOf(c) });
+    const report = _reporterOf(context);
+    // Behind a guard: peek (which reports nothing), then take, and report a refusal through
+    // the guard's sinks; the limiter's own sink never sees it, so it is counted once.
+    let decision = report === undefined ? limiter.take(key) : limiter.peek(key);
+    if (report !== undefined && decision.allowed) decision = limiter.take(key);
+    if (!decision.allowed) {
+      report?.({
+        type: "deny",
+        layer: "rate",
+        reason: decision.reason ?? "over-limit",
+        status: 429,
+        retryAfterMs: decision.retryAfterMs,
+        scope,
+        ...(limiter.name === undefined ? {} : { limiterClass: limiter.name }),
+      });
+      return rateLimitedResponse(decision, { rateLimitHeaders: options.headers === true });
+    }
     await next();
   };
 };
@@ -123,7 +148,9 @@ export interface InFlightCapOptions extends InFlightLimiterOptions {
 /**
  * A route-level per-client in-flight cap: a client at its cap is refused at once (429) — or,
  * with `shedWaitMs`, waits that long for one of its own slots first — and the route's whole
- * lane past its cap (503). The slot is held until the handler settles.
+ * lane past its cap (503). The slot is held until the handler settles. Behind a guard (the
+ * adapter's `serve()` or `hygiene()`) a refusal is reported through the guard's `onDeny` and
+ * `onEvent` (layer `peer`, `name` as its class); without one, through `onEvent` here.
  *
  * @example
  * ```ts
@@ -134,13 +161,29 @@ export interface InFlightCapOptions extends InFlightLimiterOptions {
  * ```
  */
 export const inFlightCap = (options: InFlightCapOptions = {}): MiddlewareHandler => {
-  const { key, ...limiterOptions } = options;
-  const limiter = createInFlightLimiter(limiterOptions);
+  const { key, onEvent, ...limiterOptions } = options;
+  // Refusals are reported here, to the request's guard or else to `onEvent`; the limiter's
+  // own sink keeps only its faults, so a refusal is never counted twice.
+  const faults: EventSink | undefined = onEvent === undefined ? undefined : (event) => event.type !== "deny" && onEvent(event);
+  const limiter = createInFlightLimiter({ ...limiterOptions, onEvent: faults });
+  const limiterClass = limiterOptions.name === undefined ? {} : { limiterClass: limiterOptions.name };
   const keyOf = typeof key === "function" ? key : createClientKey(key);
   return async function inFlightCap(c, next) {
-    const clientKey = hygieneContext(c)?.key ?? keyOf(c.req.raw, { peer: peerOf(c) });
+    const context = hygieneContext(c);
+    const clientKey = context?.key ?? keyOf(c.req.raw, { peer: peerOf(c) });
     const slot = limiter.shedWaitMs === 0 ? limiter.tryAcquire(clientKey) : await limiter.acquire(clientKey, c.req.raw.signal);
-    if (!slot.ok) return denyResponse(slot.status, { retryAfterMs: slot.retryAfterMs });
+    if (!slot.ok) {
+      // "aborted": the client left while waiting; nobody is answered, nothing is reported.
+      if (slot.reason !== "aborted") {
+        const report = _reporterOf(context) ?? onEvent;
+        try {
+          report?.({ type: "deny", layer: "peer", reason: slot.reason, status: slot.status, retryAfterMs: slot.retryAfterMs, ...limiterClass });
+        } catch {
+          // A sink that throws is ignored for that event (EventSink): the client still gets its answer.
+        }
+      }
+      return denyResponse(slot.status, { retryAfterMs: slot.retryAfterMs });
+    }
     try {
       await next();
     } finally {

@@ -178,6 +178,37 @@ describe(`hono middleware (${runtime})`, () => {
     assert.equal((await app.request("/export", {}, env)).status, 200);
   });
 
+  test("hono: without a guard, inFlightCap reports its refusals to its own onEvent, once; rateLimit to its limiter's", async () => {
+    const gate = deferred();
+    const events: string[] = [];
+    const onEvent = (e: { type: string; layer?: string; reason?: string }) => void events.push(`${e.type}:${e.layer}:${e.reason}`);
+    const app = new Hono();
+    app.get("/export", inFlightCap({ perKey: 1, onEvent }), async (c) => (await gate.promise, c.text("done")));
+    app.get("/login", rateLimit({ limiter: createFixedWindowLimiter({ limit: 1, clock: createManualClock(), onEvent }) }), (c) => c.text("ok"));
+    const env = { peer: { address: "10.0.0.9" } };
+    const first = app.request("/export", {}, env);
+    await flushMicrotasks();
+    assert.equal((await app.request("/export", {}, env)).status, 429);
+    gate.resolve();
+    await first;
+    assert.equal((await app.request("/login", {}, env)).status, 200);
+    assert.equal((await app.request("/login", {}, env)).status, 429);
+    assert.deepEqual(events, ["deny:peer:peer-busy", "deny:rate:over-limit"]);
+  });
+
+  test("hono: behind hygiene(), a route rateLimit whose limiter has its own onEvent is reported once, through the guard", async () => {
+    const guardEvents: string[] = [];
+    const limiterEvents: string[] = [];
+    const app = new Hono();
+    app.use(hygiene({ clock: createManualClock(), onEvent: (e) => void guardEvents.push(e.type === "deny" ? `${e.layer}:${e.reason}:${e.scope}` : e.type) }));
+    const limiter = createFixedWindowLimiter({ limit: 1, clock: createManualClock(), name: "auth", onEvent: (e) => void limiterEvents.push(e.type) });
+    app.post("/login", rateLimit({ limiter }), (c) => c.text("ok"));
+    assert.equal((await app.request("/login", { method: "POST" })).status, 200);
+    assert.equal((await app.request("/login", { method: "POST" })).status, 429);
+    assert.deepEqual(guardEvents.filter((e) => e !== "request"), ["rate:over-limit:route"]);
+    assert.deepEqual(limiterEvents, []);
+  });
+
   test("hono: hygieneContext(c).shutdownSignal fires when the app-level guard's shutdown signal does, for a stream the route already returned", async () => {
     const stop = new AbortController();
     const app = new Hono();

@@ -5,6 +5,7 @@
 import type { TimerHandle } from "../clock.ts";
 import type { CleanupRegistry } from "./cleanup_registry.ts";
 import type { DeclaredLength } from "./body_limit.ts";
+import type { HygieneEvent } from "../events.ts";
 import { BodyTooLargeError } from "./body_limit.ts";
 import { _RequestView, type ServeInfo } from "./request_context.ts";
 import { _positiveIntOrInfinity } from "../_validate.ts";
@@ -18,6 +19,8 @@ export interface _AdmissionHost {
   newCleanups(): CleanupRegistry;
   /** The request asked for its shutdown signal: fire it now if stopping, else at the stop. */
   watchShutdown(a: _Admission): void;
+  /** Emits through the guard's sinks (a route-level refusal). */
+  report(event: HygieneEvent): void;
 }
 
 // One reason on every runtime (they report a client leaving as AbortError, BadResource or
@@ -167,6 +170,11 @@ export class _Admission {
   onAbandon(cleanup: (reason: unknown) => void | Promise<void>): () => void {
     this.watchClient();
     return (this.#cleanups ??= this.#host.newCleanups()).add(cleanup);
+  }
+
+  /** A route-level refusal of this request, reported through the guard's sinks. */
+  report(event: HygieneEvent): void {
+    this.#host.report(event);
   }
 
   /** (Re)schedules the deadline from the arrival time; `now` saves a clock read when the caller has one. */

@@ -1,5 +1,7 @@
 import type { PeerAddress } from "../host/server.ts";
 import type { DeclaredLength } from "./body_limit.ts";
+import type { HygieneEvent } from "../events.ts";
+import { _REPORT, type _Reporting } from "./route_report.ts";
 
 /**
  * The per-request state route-level code may read and adjust. It lives from admission
@@ -83,6 +85,8 @@ export interface _ViewSource {
   readonly startedAt: number;
   readonly key: string | undefined;
   onAbandon(cleanup: (reason: unknown) => void | Promise<void>): () => void;
+  /** Emits a route-level refusal (or fault) through the guard's sinks. */
+  report(event: HygieneEvent): void;
 }
 
 /**
@@ -92,7 +96,7 @@ export interface _ViewSource {
  * only what RequestContext names (the setters validate), and a property it writes on the
  * view is its own, never the guard's. Not exported from the package.
  */
-export class _RequestView implements RequestContext, GuardedInfo {
+export class _RequestView implements RequestContext, GuardedInfo, _Reporting {
   readonly #a: _ViewSource;
 
   constructor(admission: _ViewSource) {
@@ -142,5 +146,10 @@ export class _RequestView implements RequestContext, GuardedInfo {
 
   onAbandon(cleanup: (reason: unknown) => void | Promise<void>): () => void {
     return this.#a.onAbandon(cleanup);
+  }
+
+  /** Route-level refusals reach the guard's sinks (route_report.ts); not part of RequestContext. */
+  [_REPORT](event: HygieneEvent): void {
+    this.#a.report(event);
   }
 }
