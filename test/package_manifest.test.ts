@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { tsFiles } from "./support/imports.ts";
 import { repoRoot, runtime } from "./support/runtime.ts";
@@ -62,6 +62,16 @@ describe(`package manifest (${runtime})`, () => {
     assert.equal(pkg.homepage, `${repo}#readme`);
     assert.deepEqual(pkg.bugs, { url: `${repo}/issues` });
     assert.equal(pkg.sideEffects, false);
+  });
+
+  test(`package manifest: the README's images are absolute URLs of files in this repository (${runtime})`, () => {
+    const raw = "https://raw.githubusercontent.com/serve-hygiene/serve-hygiene/main/";
+    const images = [...readFileSync(join(repoRoot, "README.md"), "utf8").matchAll(/!\[[^\]]*\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
+    assert.ok(images.length > 0);
+    for (const url of images) {
+      assert.ok(url.startsWith(raw), `${url} is under ${raw}`);
+      assert.ok(existsSync(join(repoRoot, url.slice(raw.length))), `${url} names a file of the repository`);
+    }
   });
 
   test(`package manifest: deno.json maps every npm name of the package to its source and every package the sources import to npm: (${runtime})`, () => {
