@@ -8,7 +8,6 @@ import {
   npmSubpaths,
   onPortZero,
   readmeServer,
-  removePacked,
   runCommand,
   runToEnd,
   type Scratch,
@@ -66,7 +65,7 @@ const serverFile = runtime === "node" ? "server.mjs" : "server.ts";
 
 describe(`consumer: the packed package in a fresh project (${runtime})`, () => {
   const projects: Scratch[] = [];
-  after(() => (projects.forEach((p) => p.remove()), removePacked()));
+  after(() => projects.forEach((p) => p.remove()));
 
   test(`consumer: a plain install loads the core and every adapter; a subpath whose optional peer is missing fails naming it; importing changes no global (${runtime})`, { timeout: 90_000 }, async () => {
     const project = npmProject({ peers: false });

@@ -25,14 +25,21 @@ export function npmSubpaths(): string[] {
   return Object.keys(pkg.exports).map((key) => pkg.name + key.slice(1));
 }
 
-let packed: { tarball: string; dir: string } | undefined;
+let packed: { tarball: string } | undefined;
 
 /**
  * Builds and packs the package once per process, in a staging folder of its own (dist/ built
  * there, with the files npm packs beside it), so a parallel build of dist/ cannot race it.
+ * With SERVE_HYGIENE_TARBALL set (CI builds once and shares the tarball), that tarball is used.
  */
 export function packOnce(): string {
   if (packed !== undefined) return packed.tarball;
+  const shared = process.env.SERVE_HYGIENE_TARBALL;
+  if (shared) {
+    if (!existsSync(shared)) throw new Error(`SERVE_HYGIENE_TARBALL names no file: ${shared}`);
+    packed = { tarball: shared };
+    return shared;
+  }
   const dir = mkdtempSync(join(tmpdir(), "serve-hygiene-pack-"));
   const stage = join(dir, "stage");
   mkdirSync(stage);
@@ -40,14 +47,19 @@ export function packOnce(): string {
   for (const file of ["package.json", "README.md", "LICENSE"]) copyFileSync(join(repoRoot, file), join(stage, file));
   const out = execFileSync("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", dir], { cwd: stage, encoding: "utf8" });
   const name = (JSON.parse(out) as { filename: string }[])[0]!.filename;
-  packed = { tarball: join(dir, name), dir };
+  packed = { tarball: join(dir, name) };
+  // Shared by every test file of this process: removed when the process ends (Deno's test
+  // runner fires no process "exit", but does fire "unload").
+  const remove = () => rmSync(dir, { recursive: true, force: true });
+  process.once("exit", remove);
+  if (typeof Deno !== "undefined") globalThis.addEventListener("unload", remove);
   return packed.tarball;
 }
 
-/** Removes the staging folder and tarball (call once the process's tests are done). */
-export function removePacked(): void {
-  if (packed !== undefined) rmSync(packed.dir, { recursive: true, force: true });
-  packed = undefined;
+/** The files in the tarball, as npm would publish them (paths without the `package/` folder). */
+export function packedFiles(): string[] {
+  const list = execFileSync("tar", ["-tzf", packOnce()], { encoding: "utf8" });
+  return list.split("\n").filter((line) => line !== "" && !line.endsWith("/")).map((line) => line.replace(/^package\//, ""));
 }
 
 /** Links `name` from this repository's node_modules into `modules` (what npm would have installed). */
