@@ -1,4 +1,5 @@
 import { fallbackResponse, type GuardedHandler, type Listen, type Logger, peerAddress, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { _bun } from "./bun_api.ts";
 import { createBunHost, type BunHostOptions } from "./host.ts";
 
 /** Options of the Bun adapter's {@linkcode serve}. */
@@ -66,7 +67,7 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
   const idleTimeout = _idleTimeoutSeconds(options.idleTimeoutSeconds);
   return (fetch, { port, hostname, config }) => {
     const ceiling = config.bodyLimitCeiling;
-    const server = Bun.serve({
+    const server = _bun().serve({
       port,
       hostname,
       idleTimeout,

@@ -14,6 +14,7 @@ import {
 } from "../../core/mod.ts";
 import { _BodyWatch, _DROP } from "./drop.ts";
 import { createDenoHost, type DenoHostOptions } from "./host.ts";
+import { _watchLegacyAbort } from "./legacy_abort.ts";
 
 /** Options of the Deno adapter's {@linkcode serve}. */
 export interface DenoServeOptions extends ServeOptions, DenoHostOptions {
@@ -53,6 +54,7 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): 
       hostname,
       onListen() {},
       handler(request, info) {
+        _watchLegacyAbort(request, info.completed, options.log);
         // A body is read through a watch, so a response the core marked can end the connection.
         const watch = request.body === null ? undefined : new _BodyWatch();
         const answered = fetch(watch?.watch(request) ?? request, {

@@ -12,7 +12,9 @@ export interface NodeServeOptions extends ServeOptions, NodeHostOptions {
 
 /**
  * Serves a Web fetch handler (a Hono app's `fetch`, say) on node:http behind the guard,
- * with SIGTERM/Ctrl-C wired to the two-phase drain.
+ * with SIGTERM/Ctrl-C wired to the two-phase drain. It translates through @hono/node-server
+ * and, like that package's own `serve()`, installs its compatible `Request`/`Response` as the
+ * globals when it starts (importing this module changes nothing).
  *
  * @example
  * ```ts

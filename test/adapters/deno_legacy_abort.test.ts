@@ -1,0 +1,38 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { repoRoot, runtime } from "../support/runtime.ts";
+
+// Deno aborts request.signal after every successful response unless the no-legacy-abort
+// unstable flag is on (RUNTIMES.md): the Deno adapter tells the user, once, how to turn it
+// on. The fixture runs as a real Deno child without the project's deno.json (which enables
+// the flag), so it sees what a consumer's project without the setting sees.
+function runFixture(flags: string[]): Promise<{ records: { level: string; msg: string; fix?: string }[] }> {
+  const deno = join(repoRoot, "node_modules", ".bin", "deno");
+  return new Promise((resolve, reject) => {
+    execFile(deno, ["run", "-A", "--no-config", ...flags, "test/fixtures/deno_legacy_abort.ts"], { cwd: repoRoot, timeout: 30_000, env: { ...process.env, NO_COLOR: "1" } }, (error, stdout, stderr) => {
+      if (error) return reject(new Error(`${error.message}\n${stderr}`));
+      const line = stdout.split("\n").find((l) => l.startsWith("{"));
+      if (line === undefined) return reject(new Error(`no summary line:\n${stdout}\n${stderr}`));
+      resolve(JSON.parse(line));
+    });
+  });
+}
+
+// Deno-only: the fixture is the Deno adapter in a Deno child; the other runners would start
+// the same child again.
+describe(`deno adapter: legacy abort warning (${runtime})`, { skip: runtime !== "deno" && "the Deno adapter runs under Deno" }, () => {
+  test(`deno adapter: with Deno's legacy abort, one warning for the process names no-legacy-abort (${runtime})`, { timeout: 40_000 }, async () => {
+    const { records } = await runFixture([]);
+    assert.equal(records.length, 1, JSON.stringify(records));
+    assert.match(records[0]!.msg, /request\.signal/);
+    assert.match(records[0]!.fix ?? "", /"unstable": \["no-legacy-abort"\]/);
+    assert.match(records[0]!.fix ?? "", /--unstable-no-legacy-abort/);
+  });
+
+  test(`deno adapter: with no-legacy-abort on, no warning (${runtime})`, { timeout: 40_000 }, async () => {
+    const { records } = await runFixture(["--unstable-no-legacy-abort"]);
+    assert.deepEqual(records, []);
+  });
+});
