@@ -1,6 +1,6 @@
 import type { Clock, TimerHandle } from "../clock.ts";
 import { systemClock } from "../clock.ts";
-import { _durationMs, _options, _show, _given } from "../_validate.ts";
+import { _durationMs, _options, _show, _given, MAX_TIMER_MS } from "../_validate.ts";
 
 /** Options of {@linkcode createLoadMonitor}. */
 export interface LoadMonitorOptions {
@@ -154,7 +154,7 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
   const alpha = _share(what, "smoothing", _given(o.smoothing, 0.2));
   const step = _share(what, "recoveryStep", _given(o.recoveryStep, 0.1));
   const idleAfter = _durationMs(what, "idleAfterMs", _given(o.idleAfterMs, 1000), { infinity: true });
-  const maxBatch = _durationMs(what, "maxBatchMs", _given(o.maxBatchMs, interval + low), { infinity: true });
+  const maxBatch = _durationMs(what, "maxBatchMs", _given(o.maxBatchMs, Math.min(interval + low, MAX_TIMER_MS)), { infinity: true });
   const deferAbove = _durationMs(what, "deferAboveMs", _given(o.deferAboveMs, low));
   const retryAfterMs = _durationMs(what, "retryAfterMs", _given(o.retryAfterMs, 1000));
   const clock = o.clock ?? systemClock;
