@@ -8,6 +8,9 @@ import {
 } from "../../../src/core/limits/flow_queue.ts";
 import { HygieneError, isHygieneError } from "../../../src/core/errors.ts";
 import type { HygieneEvent } from "../../../src/core/events.ts";
+import { Hono } from "hono";
+import { serveHere } from "../../support/adapter.ts";
+import { runtime } from "../../support/runtime.ts";
 
 /** A promise settled by hand: tasks block on these, so nothing here waits on time. */
 function deferred<T = void>() {
@@ -204,5 +207,56 @@ describe("flow queue", () => {
     const queue = createFlowQueue({ workers: 1, capacity: 1 });
     assert.throws(() => queue.run(1 as never, async () => {}), /^TypeError: Cannot run flow task as "key" must be a string: current value is 1$/);
     assert.throws(() => queue.run("k", "nope" as never), /^TypeError: Cannot run flow task as "task" must be a function: current value is "nope"$/);
+  });
+});
+
+describe(`flow queue in a route (${runtime})`, () => {
+  test(`flow queue: a Hono route serialises writes per document over real HTTP, and a full worker answers 503 (${runtime})`, async () => {
+    const writes = createFlowQueue({ workers: 2, capacity: 6 }); // 3 held per worker
+    const texts = ["one", "two", "three"];
+    const storage = new Map(texts.map((t) => [t, deferred<void>()])); // each write's round trip
+    const doc: string[] = [];
+    const started: string[] = [];
+    let onQueued: (() => void) | undefined;
+    const app = new Hono();
+    app.put("/docs/:id", async (c) => {
+      const text = await c.req.text();
+      const write = writes.run(c.req.param("id"), async () => {
+        started.push(text);
+        await storage.get(text)?.promise;
+        doc.push(text);
+      });
+      onQueued?.();
+      try {
+        await write;
+        return c.text("ok");
+      } catch (error) {
+        if (isFlowQueueFullError(error)) return c.text("Service Unavailable", 503, { "retry-after": "1" });
+        throw error;
+      }
+    });
+    const handle = await serveHere(app.fetch);
+    const put = (text: string) =>
+      fetch(`http://127.0.0.1:${handle.address.port}/docs/readme`, { method: "PUT", body: text }).then(async (r) => [r.status, await r.text()] as const);
+    try {
+      // Each write is sent once the previous one reached the queue: arrival order is known.
+      const sent: Promise<readonly [number, string]>[] = [];
+      for (const text of texts) {
+        const queued = new Promise<void>((resolve) => (onQueued = resolve));
+        sent.push(put(text));
+        await queued;
+      }
+      assert.equal(writes.size, 3);
+      // The document's worker holds its share: the next write is shed, never run.
+      assert.deepEqual(await put("four"), [503, "Service Unavailable"]);
+      // The round trips finish in the reverse order: the writes still apply in arrival order.
+      for (const text of [...texts].reverse()) storage.get(text)!.resolve();
+      assert.deepEqual(await Promise.all(sent), [[200, "ok"], [200, "ok"], [200, "ok"]]);
+      assert.deepEqual(started, texts);
+      assert.deepEqual(doc, texts);
+      assert.equal(writes.shed, 1);
+    } finally {
+      await handle.shutdown();
+    }
   });
 });
