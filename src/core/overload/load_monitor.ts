@@ -72,9 +72,9 @@ export interface LoadMonitor {
   /** Feeds one delay sample (the probe does this; tests and native sources may too). */
   record(delayMs: number): void;
   /**
-   * Whether to admit a new request arriving at `now`. Refused when the loop is stalled right
-   * now (the probe is overdue by the high watermark: a synchronous batch is running);
-   * otherwise `admitShare` of the requests, spread evenly. A probe stopped for idleness
+   * Whether to admit a new request arriving at `now`. Refused when this loop turn has been
+   * admitting for longer than `maxBatchMs`, or when the loop is stalled right now (the probe
+   * is overdue by the high watermark); otherwise `admitShare` of the requests, spread evenly. A probe stopped for idleness
    * restarts here, and this request is admitted (nothing measured yet).
    */
   admit(now?: number): boolean;
