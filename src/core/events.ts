@@ -12,7 +12,9 @@ export type DenyLayer =
   | "peer"
   | "concurrency"
   | "body"
-  | "timeout";
+  | "timeout"
+  /** Not a gate: a route's flow queue (createFlowQueue) shed a task. */
+  | "flow";
 
 /** The audit record of one refusal. */
 export interface DenyEvent {

@@ -45,6 +45,7 @@ const CASES: [string, (ms: number) => unknown][] = [
   ["intervalMs", (ms) => createGuard({ memory: { ceilingBytes: 1 << 30, intervalMs: ms }, loadMonitor: false, clock: clock() }).dispose()],
   ["sampleIntervalMs", (ms) => createLoadMonitor({ sampleIntervalMs: ms, clock: clock() }).dispose()],
   ["sampleIntervalMs", (ms) => createGuard({ loadMonitor: { sampleIntervalMs: ms }, clock: clock() }).dispose()],
+  ["maxBatchMs", (ms) => createLoadMonitor({ maxBatchMs: ms, clock: clock() }).dispose()],
   ["resolutionMs", (ms) => createDeadlineWheel({ resolutionMs: ms, clock: clock() })],
   ["intervalMs", (ms) => createShedLogger({ intervalMs: ms, log: () => {}, clock: clock() }).flush()],
   ["timeoutMs", (ms) => timeout(ms)],

@@ -87,6 +87,7 @@ const knobs: Knob[] = [
   { name: "loadMonitor.highWatermarkMs", field: "highWatermarkMs", valid: posInt, fits: (v) => (v as number) > 15, build: (v) => guardWith({ loadMonitor: { highWatermarkMs: v as number } }) },
   { name: "loadMonitor.lowWatermarkMs", field: "lowWatermarkMs", valid: posInt, fits: (v) => (v as number) < 40, build: (v) => guardWith({ loadMonitor: { lowWatermarkMs: v as number } }) },
   { name: "loadMonitor.idleAfterMs", field: "idleAfterMs", valid: posIntOrInf, build: (v) => guardWith({ loadMonitor: { idleAfterMs: v as number } }) },
+  { name: "loadMonitor.maxBatchMs", field: "maxBatchMs", valid: posIntOrInf, build: (v) => guardWith({ loadMonitor: { maxBatchMs: v as number } }) },
   ...(["minAdmitShare", "smoothing", "recoveryStep"] as const).map((field): Knob => ({
     name: `loadMonitor.${field}`,
     field,

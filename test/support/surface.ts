@@ -5,6 +5,7 @@ export const PUBLIC_SURFACE: Readonly<Record<string, readonly string[]>> = {
   ".": [
     "BodyTooLargeError",
     "EXIT_CODES",
+    "FlowQueueFullError",
     "HygieneError",
     "PeerBusyError",
     "RateLimitedError",
@@ -14,6 +15,7 @@ export const PUBLIC_SURFACE: Readonly<Record<string, readonly string[]>> = {
     "createClientKey",
     "createConcurrencyLimit",
     "createFixedWindowLimiter",
+    "createFlowQueue",
     "createGuard",
     "createHealth",
     "createHost",
@@ -26,6 +28,7 @@ export const PUBLIC_SURFACE: Readonly<Record<string, readonly string[]>> = {
     "denyResponse",
     "exitCodeFor",
     "isBodyTooLargeError",
+    "isFlowQueueFullError",
     "isHygieneError",
     "isPeerBusyError",
     "isRateLimitedError",

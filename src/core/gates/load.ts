@@ -4,7 +4,7 @@
 // restarted by the next request's admit().
 import type { LoadMonitor } from "../overload/load_monitor.ts";
 import type { _Admission } from "../request/admission.ts";
-import { type Gate, PASS } from "./gate.ts";
+import { type Gate, type GateRefusal, PASS } from "./gate.ts";
 
 /** The load gate, and how to stop it from starting the probe (the guard was disposed). */
 export interface _LoadGate extends Gate {
@@ -14,6 +14,9 @@ export interface _LoadGate extends Gate {
 /** The load gate over a load monitor. */
 export function _loadGate(load: LoadMonitor): _LoadGate {
   let idle = true;
+  // Built once: a refusal under a storm allocates nothing here.
+  const busy: GateRefusal = Object.freeze({ reason: "busy", status: 503, retryAfterMs: load.retryAfterMs });
+  const batch: GateRefusal = Object.freeze({ reason: "batch", status: 503, retryAfterMs: load.retryAfterMs });
   return {
     layer: "load",
     processWide: true,
@@ -23,7 +26,8 @@ export function _loadGate(load: LoadMonitor): _LoadGate {
         load.start();
         return PASS;
       }
-      return load.admit(a.startedAt) ? PASS : { reason: "busy", status: 503, retryAfterMs: load.retryAfterMs };
+      const refusal = load.refusal(a.startedAt);
+      return refusal === undefined ? PASS : refusal === "batch" ? batch : busy;
     },
     dispose() {
       idle = false;

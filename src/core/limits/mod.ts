@@ -9,3 +9,4 @@ export * from "./rate_headers.ts";
 export * from "./rate_limiter.ts";
 export * from "./scopes.ts";
 export * from "./token_bucket.ts";
+export * from "./flow_queue.ts";

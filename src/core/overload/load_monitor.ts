@@ -1,6 +1,6 @@
 import type { Clock, TimerHandle } from "../clock.ts";
 import { systemClock } from "../clock.ts";
-import { _durationMs, _options, _show, _given } from "../_validate.ts";
+import { _durationMs, _options, _show, _given, MAX_TIMER_MS } from "../_validate.ts";
 
 /** Options of {@linkcode createLoadMonitor}. */
 export interface LoadMonitorOptions {
@@ -22,6 +22,15 @@ export interface LoadMonitorOptions {
    * @default 1000
    */
   idleAfterMs?: number;
+  /**
+   * The longest one event-loop turn keeps admitting: a request read when the turn's first
+   * admission is older than this is refused (reason `"batch"`), and so is the rest of the turn.
+   * It bounds what synchronous handlers add to one turn, so admitted latency stays bounded; a
+   * turn ends when the probe runs. With the default, a turn this long has delayed the probe by
+   * more than the low watermark, so the bound never refuses at normal load. `Infinity` turns it off.
+   * @default sampleIntervalMs + lowWatermarkMs
+   */
+  maxBatchMs?: number;
   /** `shouldDefer()` is true while the smoothed delay is above this. @default lowWatermarkMs */
   deferAboveMs?: number;
   /** The Retry-After hint of a refusal. @default 1000 */
@@ -29,6 +38,13 @@ export interface LoadMonitorOptions {
   /** The time source of the probe and of `admit()`. @default systemClock */
   clock?: Clock;
 }
+
+/**
+ * Why the load monitor refuses a request: `"batch"`, this loop turn has been admitting for
+ * longer than `maxBatchMs`; `"busy"`, the loop is stalled past the high watermark right now,
+ * or the request falls outside the admitted share.
+ */
+export type LoadRefusal = "busy" | "batch";
 
 /** Gate 3: event-loop delay with hysteresis, read per request. */
 export interface LoadMonitor {
@@ -51,15 +67,23 @@ export interface LoadMonitor {
    */
   readonly running: boolean;
   readonly retryAfterMs: number;
+  /** The batch bound in ms (`Infinity`: off). */
+  readonly maxBatchMs: number;
   /** Feeds one delay sample (the probe does this; tests and native sources may too). */
   record(delayMs: number): void;
   /**
-   * Whether to admit a new request arriving at `now`. Refused when the loop is stalled right
-   * now (the probe is overdue by the high watermark: a synchronous batch is running);
-   * otherwise `admitShare` of the requests, spread evenly. A probe stopped for idleness
+   * Whether to admit a new request arriving at `now`. Refused when this loop turn has been
+   * admitting for longer than `maxBatchMs`, or when the loop is stalled right now (the probe
+   * is overdue by the high watermark); otherwise `admitShare` of the requests, spread evenly. A probe stopped for idleness
    * restarts here, and this request is admitted (nothing measured yet).
    */
   admit(now?: number): boolean;
+  /**
+   * The same decision as {@linkcode LoadMonitor.admit}, with its reason: `undefined` admits;
+   * `"batch"` when this turn's first admission is older than `maxBatchMs` (checked first);
+   * `"busy"` when the loop is stalled past the high watermark or the share says no.
+   */
+  refusal(now?: number): LoadRefusal | undefined;
   /** The softer question for background work: is the loop slower than it should be? */
   shouldDefer(): boolean;
   /** Starts the probe (an unref'd interval). Idempotent. */
@@ -82,6 +106,12 @@ export interface LoadMonitor {
  * back a step a sample. With no request for `idleAfterMs` the probe stops, and the next
  * request restarts it.
  *
+ * Per request it also bounds the batch: synchronous handlers run inside the turn that reads
+ * their requests, so a turn that keeps admitting keeps everyone after it waiting. Once the
+ * turn's first admission is `maxBatchMs` old the rest of the turn is refused; the turn ends
+ * when the probe runs (a timer runs only between turns). Async handlers admitted cheaply in
+ * one turn and burning in later ones never trip it: their burst is the concurrency limit's.
+ *
  * @example A stall, then a gradual recovery
  * ```ts
  * import { createManualClock } from "serve-hygiene";
@@ -92,6 +122,22 @@ export interface LoadMonitor {
  * console.assert(monitor.busy && monitor.admitShare === 0.05);
  * monitor.record(5); // one good sample: normal again, but the share only climbs a step
  * console.assert(!monitor.busy && monitor.admitShare < 1);
+ * monitor.dispose();
+ * ```
+ *
+ * @example A synchronous turn is cut at the batch bound
+ * ```ts
+ * import { createManualClock } from "serve-hygiene";
+ * import { createLoadMonitor } from "./load_monitor.ts";
+ * const clock = createManualClock();
+ * const monitor = createLoadMonitor({ clock, maxBatchMs: 25 });
+ * monitor.start();
+ * const t = clock.now();
+ * console.assert(monitor.refusal(t) === undefined); // the turn's first admission
+ * console.assert(monitor.refusal(t + 20) === undefined); // handlers have run 20 ms: still within
+ * console.assert(monitor.refusal(t + 26) === "batch"); // the rest of this turn is refused
+ * clock.advance(10); // the probe runs: the turn is over
+ * console.assert(monitor.refusal(clock.now()) === undefined);
  * monitor.dispose();
  * ```
  */
@@ -108,6 +154,7 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
   const alpha = _share(what, "smoothing", _given(o.smoothing, 0.2));
   const step = _share(what, "recoveryStep", _given(o.recoveryStep, 0.1));
   const idleAfter = _durationMs(what, "idleAfterMs", _given(o.idleAfterMs, 1000), { infinity: true });
+  const maxBatch = _durationMs(what, "maxBatchMs", _given(o.maxBatchMs, Math.min(interval + low, MAX_TIMER_MS)), { infinity: true });
   const deferAbove = _durationMs(what, "deferAboveMs", _given(o.deferAboveMs, low));
   const retryAfterMs = _durationMs(what, "retryAfterMs", _given(o.retryAfterMs, 1000));
   const clock = o.clock ?? systemClock;
@@ -119,6 +166,7 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
   let credit = 0;
   let lastTick = 0;
   let lastRequest = 0;
+  let batchStart = NaN; // the current turn's first admission; NaN until one (the probe ends a turn)
   let probe: TimerHandle | undefined;
   let idle = false; // stopped for lack of requests: the next admit() restarts the probe
 
@@ -142,6 +190,7 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
     idle = false;
     lastTick = now;
     lastRequest = now;
+    batchStart = NaN;
     probe = clock.setInterval(tick, interval, { unref: true });
   };
 
@@ -149,6 +198,7 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
     const now = clock.now();
     record(Math.max(0, now - lastTick - interval));
     lastTick = now;
+    batchStart = NaN; // a timer runs only between turns: the next admission starts a new batch
     // Quiet and calm: stop the probe, so an idle server sleeps. Never while the share recovers.
     if (share >= 1 && !busy && now - lastRequest >= idleAfter) {
       probe?.cancel();
@@ -174,19 +224,26 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
       return probe !== undefined;
     },
     retryAfterMs,
+    maxBatchMs: maxBatch,
     record,
     admit(now = clock.now()) {
+      return monitor.refusal(now) === undefined;
+    },
+    refusal(now = clock.now()) {
       lastRequest = now;
       if (probe === undefined) {
         if (idle) begin(now); // measured from now: the idle gap is not a stall
-        return true;
+        return undefined;
       }
-      if (now - lastTick - interval >= high) return false; // this batch is already too long: add nothing to it
-      if (share >= 1) return true;
-      credit += share;
-      if (credit < 1 - 1e-9) return false; // tolerate float drift: a share of 0.1 admits exactly 1 in 10
-      credit -= 1;
-      return true;
+      if (now - batchStart > maxBatch) return "batch"; // false while NaN: no admission yet this turn
+      if (now - lastTick - interval >= high) return "busy"; // stalled right now (not by admissions): add nothing
+      if (share < 1) {
+        credit += share;
+        if (credit < 1 - 1e-9) return "busy"; // tolerate float drift: a share of 0.1 admits exactly 1 in 10
+        credit -= 1;
+      }
+      if (batchStart !== batchStart) batchStart = now;
+      return undefined;
     },
     shouldDefer() {
       return probe !== undefined && smoothed > deferAbove;
@@ -201,6 +258,7 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
       busy = false;
       share = 1;
       credit = 0;
+      batchStart = NaN;
     },
   };
   return monitor;

@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createLoadMonitor } from "../../../src/core/overload/load_monitor.ts";
+import { createLoadMonitor, type LoadMonitor, type LoadMonitorOptions, type LoadRefusal } from "../../../src/core/overload/load_monitor.ts";
 import { createManualClock, type ManualClock } from "../../../src/testing/manual_clock.ts";
 import type { Clock, TimerOptions } from "../../../src/core/clock.ts";
 
@@ -221,5 +221,157 @@ describe("load monitor", () => {
     assert.throws(() => createLoadMonitor({ minAdmitShare: 0 }), /"minAdmitShare" must be a number in \(0, 1\]: current value is 0/);
     assert.throws(() => createLoadMonitor({ recoveryStep: 1.5 }), /"recoveryStep" must be a number in \(0, 1\]: current value is 1.5/);
     assert.throws(() => createLoadMonitor({ idleAfterMs: 0 }), /"idleAfterMs" must be a positive integer or Infinity: current value is 0/);
+  });
+});
+
+/**
+ * A clock for simulating an event loop turn by turn: time moves only by `at(t)`, and interval
+ * timers run only when the test says the loop reached its timers phase (`timers()`) — late,
+ * as a busy loop runs them, and rescheduled from then, as the runtimes do.
+ */
+function loopClock() {
+  let t = 0;
+  const timers: { fn: () => void; ms: number; next: number; every: boolean; live: boolean }[] = [];
+  const add = (fn: () => void, ms: number, every: boolean) => {
+    const timer = { fn, ms, next: t + ms, every, live: true };
+    timers.push(timer);
+    return { cancel: () => void (timer.live = false) };
+  };
+  const clock: Clock = {
+    now: () => t,
+    setTimeout: (fn, ms) => add(fn, ms, false),
+    setInterval: (fn, ms) => add(fn, ms, true),
+  };
+  return {
+    clock,
+    get now() {
+      return t;
+    },
+    at(ms: number) {
+      t = ms;
+    },
+    /** The loop's timers phase at the current time: every due timer runs once. */
+    timers() {
+      for (const timer of timers.filter((x) => x.live && x.next <= t)) {
+        if (timer.every) timer.next = t + timer.ms;
+        else timer.live = false;
+        timer.fn();
+      }
+    },
+  };
+}
+
+type Sim = ReturnType<typeof loopClock>;
+
+/**
+ * One loop turn of `arrivals` requests, each asked of the monitor in turn: an admitted one
+ * costs `admittedMs` of this turn (a synchronous handler burns it here), a refused one
+ * `refusedMs`. Then `afterMs` of work that admits nothing (async handlers burning later).
+ */
+function turn(sim: Sim, monitor: LoadMonitor, arrivals: number, admittedMs: number, refusedMs: number, afterMs = 0) {
+  sim.timers();
+  const verdicts: ("admit" | LoadRefusal)[] = [];
+  for (let i = 0; i < arrivals; i++) {
+    const refusal = monitor.refusal(sim.now);
+    verdicts.push(refusal ?? "admit");
+    sim.at(sim.now + (refusal === undefined ? admittedMs : refusedMs));
+  }
+  sim.at(sim.now + afterMs);
+  return { verdicts, admitted: verdicts.filter((v) => v === "admit").length };
+}
+
+describe("load monitor: loop turns", () => {
+  const running = (options: LoadMonitorOptions = {}) => {
+    const sim = loopClock();
+    const monitor = createLoadMonitor({ clock: sim.clock, ...options });
+    monitor.start();
+    sim.at(10);
+    return { sim, monitor };
+  };
+
+  test("load monitor: a synchronous turn keeps admitting only until its first admission is maxBatchMs old, then refuses the rest of the turn", () => {
+    const { sim, monitor } = running({ maxBatchMs: 25 });
+    assert.equal(monitor.maxBatchMs, 25);
+    for (let t = 0; t < 40; t++) {
+      // 256 waiting requests, a 2 ms synchronous handler: unbounded, one turn would run 512 ms.
+      const { verdicts, admitted } = turn(sim, monitor, 256, 2, 0.05);
+      assert.ok(admitted >= 1, `turn ${t}: nothing admitted`);
+      const firstBatch = verdicts.indexOf("batch");
+      assert.ok(firstBatch > 0, `turn ${t}: the batch bound never acted`);
+      assert.ok(verdicts.slice(firstBatch).every((v) => v === "batch"), `turn ${t}: once over the bound, the rest of the turn is refused`);
+      // What the turn admitted fits in the bound plus the one handler that crossed it.
+      assert.ok(admitted * 2 <= 25 + 2, `turn ${t}: ${admitted} admitted, ${admitted * 2} ms of handlers`);
+    }
+    monitor.dispose();
+  });
+
+  test("load monitor: the batch bound defaults to the probe interval plus the low watermark, and Infinity turns it off", () => {
+    assert.equal(createLoadMonitor({ clock: createManualClock() }).maxBatchMs, 25);
+    assert.equal(createLoadMonitor({ clock: createManualClock(), sampleIntervalMs: 5, lowWatermarkMs: 10, highWatermarkMs: 30 }).maxBatchMs, 15);
+    const { sim, monitor } = running({ maxBatchMs: Infinity });
+    const { verdicts } = turn(sim, monitor, 40, 1, 0.05);
+    assert.ok(!verdicts.includes("batch"));
+    monitor.dispose();
+  });
+
+  test("load monitor: at normal load, with the probe late by at most the low watermark, the batch bound never refuses", () => {
+    const { sim, monitor } = running();
+    let refused = 0;
+    let asked = 0;
+    for (let i = 0; i < 600; i++) {
+      const late = i % 16; // 0 … 15 ms: never past the low watermark
+      sim.timers();
+      const next = sim.now + 10 + late;
+      // Requests all through the turn(s) until the probe runs again, up to just before it.
+      for (let t = sim.now; t < next; t += 0.5) {
+        sim.at(t);
+        asked++;
+        if (monitor.refusal(t) !== undefined) refused++;
+      }
+      sim.at(next);
+    }
+    assert.equal(refused, 0, `${refused} of ${asked} refused at normal load`);
+    assert.equal(monitor.admitShare, 1);
+    monitor.dispose();
+  });
+
+  test("load monitor: async handlers whose burst is bounded elsewhere (cheap admissions, the work a turn later) are never refused", () => {
+    const { sim, monitor } = running();
+    let refused = 0;
+    for (let t = 0; t < 500; t++) {
+      // 256 arrivals a turn pass the load gate at 50 µs each (the concurrency limit admits 4
+      // of them and refuses or queues the rest), then the 4 admitted handlers burn 2 ms each.
+      const { verdicts } = turn(sim, monitor, 256, 0.05, 0.05, 4 * 2);
+      refused += verdicts.filter((v) => v !== "admit").length;
+    }
+    assert.equal(refused, 0);
+    monitor.dispose();
+  });
+
+  test("load monitor: after a stall the admitted share recovers turn by turn, never from the floor to everything at once", () => {
+    const { sim, monitor } = running({ maxBatchMs: Infinity });
+    monitor.record(500); // a 500 ms stall: the share drops to the floor
+    assert.equal(monitor.admitShare, 0.05);
+    const admittedPerTurn: number[] = [];
+    const shares: number[] = [monitor.admitShare];
+    for (let t = 0; t < 30; t++) {
+      sim.at(sim.now + 10); // the probe runs on time: the loop is calm again
+      admittedPerTurn.push(turn(sim, monitor, 100, 0.01, 0.01).admitted);
+      shares.push(monitor.admitShare);
+    }
+    for (let i = 1; i < shares.length; i++) {
+      assert.ok(shares[i]! - shares[i - 1]! <= 0.1 + 1e-9, `the share jumped from ${shares[i - 1]} to ${shares[i]}`);
+    }
+    for (let i = 1; i < admittedPerTurn.length; i++) {
+      assert.ok(admittedPerTurn[i]! - admittedPerTurn[i - 1]! <= 11, `admissions per turn jumped: ${admittedPerTurn.join(", ")}`);
+    }
+    assert.ok(admittedPerTurn[0]! <= 16, `the first calm turn admitted ${admittedPerTurn[0]} of 100`);
+    assert.equal(admittedPerTurn.at(-1), 100, "recovered in the end");
+    monitor.dispose();
+  });
+
+  test("load monitor: a bad maxBatchMs throws naming the field", () => {
+    assert.throws(() => createLoadMonitor({ maxBatchMs: 0 }), /Cannot create load monitor as "maxBatchMs" must be a positive integer or Infinity: current value is 0/);
+    assert.throws(() => createLoadMonitor({ maxBatchMs: 2.5 }), RangeError);
   });
 });

@@ -1,0 +1,57 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import type { DenyEvent } from "../../../src/core/mod.ts";
+import { serveHere } from "../../support/adapter.ts";
+import { rawConnect } from "../../support/raw_http.ts";
+import { runtime } from "../../support/runtime.ts";
+
+/** Spins on the event loop: a synchronous, CPU-bound handler. */
+function burn(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) { /* spin */ }
+}
+
+describe(`load gate over HTTP (${runtime})`, () => {
+  test(`load gate: a burst against a synchronous burning handler is cut by the batch bound, and every admitted request is answered (${runtime})`, async () => {
+    const denials: DenyEvent[] = [];
+    let handled = 0;
+    // The handler burns twice the batch bound: once one request has run, every request read in
+    // the same loop turn is past the bound.
+    // The share and the stall check are set out of reach (a busy test machine can stall the
+    // process for longer than the watermarks): what refuses here is the batch bound alone.
+    const loadMonitor = { maxBatchMs: 20, minAdmitShare: 1, highWatermarkMs: 600_000 };
+    const handle = await serveHere((request) => {
+      if (!request.url.endsWith("/burn")) return new Response("warm");
+      handled++;
+      burn(40);
+      return new Response("ok");
+    }, { loadMonitor, onDeny: (e) => void denials.push(e) });
+    const burst = 20;
+    const connections = await Promise.all(Array.from({ length: burst }, () => rawConnect(handle.address.port)));
+    try {
+      const get = (path: string) => `GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n`;
+      // A cheap request on every connection first, one after another: the server has accepted
+      // them all, and the load monitor's probe has started (it starts with the first request).
+      for (const c of connections) {
+        c.write(get("/"));
+        assert.equal((await c.response()).status, 200);
+      }
+      // The burst: every request written before the server reads any of them, so they arrive
+      // together and are read in one turn.
+      for (const c of connections) c.write(get("/burn"));
+      const statuses = await Promise.all(connections.map(async (c) => (await c.response()).status));
+      const ok = statuses.filter((s) => s === 200).length;
+      const refused = statuses.filter((s) => s === 503).length;
+      assert.equal(ok + refused, burst, `statuses ${statuses.join(",")}`);
+      assert.equal(handled, ok, "every admitted request reached the handler and was answered");
+      assert.ok(ok >= 1, "the burst's turn admitted its first request");
+      assert.ok(refused >= 1, `nothing refused: ${statuses.join(",")}`);
+      assert.equal(denials.length, refused);
+      assert.ok(denials.every((e) => e.layer === "load" && e.status === 503), JSON.stringify(denials));
+      assert.deepEqual(new Set(denials.map((e) => e.reason)), new Set(["batch"]));
+    } finally {
+      for (const c of connections) c.destroy();
+      await handle.shutdown();
+    }
+  });
+});
