@@ -67,7 +67,7 @@ export interface RespConnection {
 export function openResp(port: number): Promise<RespConnection> {
   return new Promise((resolve, reject) => {
     const socket: Socket = connect({ host: "127.0.0.1", port });
-    let buffer = Buffer.alloc(0);
+    let buffer: Buffer = Buffer.alloc(0);
     const waiting: { resolve: (v: RespValue) => void; reject: (e: Error) => void }[] = [];
     const failAll = (error: Error) => {
       for (const w of waiting.splice(0)) w.reject(error);
