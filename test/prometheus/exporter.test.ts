@@ -176,9 +176,10 @@ describe("prometheus exporter: events", () => {
     let fail = true;
     const store = createRateStore(
       { take: async (checks) => (fail ? Promise.reject(new Error("down")) : { now: 0, results: checks.map(() => ({ allowed: true, retryAfterMs: 0, remaining: 1, resetMs: 1 })) }) },
-      { name: "redis", clock, fallbackAfter: 1, probeIntervalMs: 100, onEvent: metrics.onEvent },
+      { name: "redis", clock, fallbackAfter: 2, probeIntervalMs: 100, onEvent: metrics.onEvent },
     );
     const limiter = createFixedWindowLimiter({ name: "ip", limit: 2, clock, store, onEvent: metrics.onEvent });
+    await limiter.take("k");
     await limiter.take("k");
     let text = parsePromText(await metrics.render());
     assert.equal(valueOf(text, "serve_hygiene_store_transitions_total", { store: "redis", state: "fallback" }), 1);

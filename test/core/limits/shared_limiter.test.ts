@@ -134,14 +134,30 @@ describe("shared limiter", () => {
     const { backend, limiter, events, store } = setup({ expectedInstances: 4 }, { fallbackAfter: 1 });
     const d = limiter.take("k");
     backend.calls[0]!.reject(new Error("down"));
-    await d;
+    assert.equal((await d).allowed, true, "the failure that tipped it is answered by the insurance limiter");
     assert.equal(store.state, "fallback");
     assert.equal(limiter.insurance.limit, 2, "10 ÷ 4, rounded down");
     const answers = [limiter.take("k"), limiter.take("k"), limiter.take("k")];
     assert.ok(answers.every((a) => !(a instanceof Promise)), "no call while falling back");
-    assert.deepEqual(answers.map((a) => (a as RateDecision).allowed), [true, true, false]);
+    assert.deepEqual(answers.map((a) => (a as RateDecision).allowed), [true, false, false]);
     assert.equal(backend.calls.length, 1);
-    assert.equal(events.filter((e) => e.type === "fault").length, 1, "the fallback itself is no fault per request");
+    assert.equal(events.filter((e) => e.type === "fault").length, 0, "falling back is no fault per request");
+  });
+
+  test("shared limiter: the failure that makes the store fall back, and a failed probe, are answered by the insurance limiter", async () => {
+    const { clock, backend, limiter, events } = setup({ expectedInstances: 2 }, { fallbackAfter: 2 });
+    const first = limiter.take("k");
+    backend.calls[0]!.reject(new Error("down"));
+    assert.equal((await first).reason, "limiter-error", "before the fallback: the failure mode (closed)");
+    const tipping = limiter.take("k");
+    backend.calls[1]!.reject(new Error("down"));
+    assert.deepEqual([(await tipping).allowed, (await tipping).limit], [true, 5], "the insurance limiter admits, and speaks (10 ÷ 2)");
+    assert.equal(limiter.insurance.peek("k").remaining, 3, "and was charged (5 - 1, as if taking one more)");
+    clock.advance(1000);
+    const probe = limiter.take("k");
+    backend.calls[2]!.reject(new Error("still down"));
+    assert.equal((await probe).allowed, true);
+    assert.equal(events.filter((e) => e.type === "fault").length, 1, "only the failure before the fallback is a fault");
   });
 
   test("shared limiter: a cost above the insurance share is denied while falling back, never thrown", async () => {
