@@ -124,6 +124,27 @@ describe(`redis scripts against a real redis-server (${runtime})`, () => {
     }
   });
 
+  test(`two instances checking at once admit exactly the shared limit between them (${runtime})`, async () => {
+    for (const { name, client } of list) {
+      const other = createClient({ url: redis.url, disableOfflineQueue: true });
+      other.on("error", () => {});
+      await other.connect();
+      try {
+        const prefix = `t${run++}:`;
+        // Two instances: their own client, store and limiter, one budget by name.
+        const make = (c: RedisCommandClient) =>
+          createTokenBucketLimiter({ name: "api", ratePerSecond: 0.001, burst: 20, store: createRedisStore({ client: c, prefix, timeoutMs: 10_000, maxPending: 1_000 }) });
+        const a = make(client);
+        const b = make(fromNodeRedis(other));
+        const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? a : b).take(`k`)));
+        assert.equal(answers.filter((d) => d.allowed).length, 20, name);
+        assert.equal(answers.filter((d) => !d.allowed && d.reason === "over-limit").length, 40, name);
+      } finally {
+        await other.destroy();
+      }
+    }
+  });
+
   test(`keys expire with their budget: a window's at its end, a bucket's when full again (${runtime})`, async () => {
     for (const { name, client } of list) {
       const store = storeFor(client);
