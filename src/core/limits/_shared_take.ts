@@ -152,7 +152,8 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
       const r = a.results[i]!;
       if (r.allowed) continue;
       if (first < 0) first = i;
-      // Denied until `now + retryAfterMs` at the latest (the store decided after `now`): never cached too long.
+      // The store decided at or after `now`, so the key is denied until `now + retryAfterMs`
+      // at least: cached that long, never longer.
       const m = members[i]!;
       const denied = parts(m).denied;
       const entry = { until: now + r.retryAfterMs, cost };
