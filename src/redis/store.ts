@@ -123,5 +123,5 @@ export function createRedisStore(options: RedisStoreOptions): RateStore {
   if (typeof prefix !== "string" || prefix.length > 64) {
     throw new TypeError(`Cannot ${what} as "prefix" must be a string of at most 64 characters: current value is ${_show(prefix)}`);
   }
-  return createRateStore(_redisBackend(client, prefix), { name: "redis", ...bounds });
+  return createRateStore(_redisBackend(client, prefix), { ...bounds, name: bounds.name ?? "redis" });
 }
