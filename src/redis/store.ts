@@ -34,12 +34,12 @@ const what = "create redis store";
 const _noScript = (error: unknown) => /NOSCRIPT/.test(String((error as Error | undefined)?.message ?? error));
 
 function _reply(raw: unknown, count: number): RateStoreReply {
-  if (!Array.isArray(raw) || raw.length !== 1 + 4 * count) {
-    throw new TypeError(`The Redis script answered ${_show(raw)}, not ${1 + 4 * count} values`);
+  if (!Array.isArray(raw) || raw.length !== 2 + 4 * count) {
+    throw new TypeError(`The Redis script answered ${_show(raw)}, not ${2 + 4 * count} values`);
   }
   const results: RateStoreResult[] = [];
   for (let i = 0; i < count; i++) {
-    const b = 1 + 4 * i;
+    const b = 2 + 4 * i;
     results.push({
       allowed: String(raw[b]) === "1",
       retryAfterMs: Number(raw[b + 1]),
@@ -47,7 +47,9 @@ function _reply(raw: unknown, count: number): RateStoreReply {
       resetMs: Number(raw[b + 3]),
     });
   }
-  return { now: Number(raw[0]), results };
+  // The script's own arithmetic (tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), so the time
+  // reported is the very number its decisions used.
+  return { now: Number(raw[0]) * 1000 + Number(raw[1]) / 1000, results };
 }
 
 /** The backend alone (no bounds): for tests, and for callers that bound it themselves. */
