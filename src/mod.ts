@@ -4,7 +4,8 @@
  * client key, the lifecycle (shutdown controller, drain, health, exit codes), the shed
  * logger, the errors, the manual clock for tests, and their types. Adapters live at
  * `serve-hygiene/bun`, `serve-hygiene/deno` and `serve-hygiene/node`; Hono middleware at
- * `serve-hygiene/hono`; the prom-client exporter at `serve-hygiene/prometheus`.
+ * `serve-hygiene/hono`; the prom-client exporter at `serve-hygiene/prometheus`; the Redis
+ * store that shares keyed limits across instances at `serve-hygiene/redis`.
  *
  * The list is explicit: the core's building blocks (deadline wheel, keyed gates, key table,
  * config resolution, the adapters' serve path) are not part of the API
@@ -36,6 +37,7 @@ export {
   createFixedWindowLimiter,
   createFlowQueue,
   createInFlightLimiter,
+  createRateStore,
   createScopedLimiter,
   createTokenBucketLimiter,
   denyResponse,
@@ -69,10 +71,27 @@ export type {
   ScopedLimiter,
   ScopedLimiterOptions,
   ScopedRateDecision,
+  SharedLimiterOptions,
+  SharedRateLimiter,
+  SharedScopedLimiter,
   SizeGauge,
+  StoreFailureMode,
   Slot,
   TokenBucketLimiter,
   TokenBucketLimiterOptions,
+} from "./core/mod.ts";
+
+// Shared stores: the contract a backend (serve-hygiene/redis, or your own) fulfils.
+export type {
+  RateAlgorithm,
+  RateStore,
+  RateStoreBackend,
+  RateStoreCheck,
+  RateStoreFailure,
+  RateStoreFailureReason,
+  RateStoreOptions,
+  RateStoreReply,
+  RateStoreResult,
 } from "./core/mod.ts";
 
 // The client key.
@@ -115,6 +134,7 @@ export type {
   ShedLoggerOptions,
   ShutdownSignal,
   SignalApi,
+  StoreEvent,
   TimerHandle,
   TimerOptions,
 } from "./core/mod.ts";

@@ -12,6 +12,7 @@ import {
   type InFlightLimiterOptions,
   type EventSink,
   type RateLimiter,
+  type SharedRateLimiter,
   rateLimitedResponse,
   _reporterOf,
 } from "../core/mod.ts";
@@ -85,8 +86,8 @@ export const noTimeout = (): MiddlewareHandler =>
 
 /** Options of {@linkcode rateLimit}. */
 export interface RateLimitOptions {
-  /** The limiter (fixed window or token bucket), e.g. an auth-class one for /login. */
-  limiter: RateLimiter;
+  /** The limiter (fixed window or token bucket, in memory or over a shared store), e.g. an auth-class one for /login. */
+  limiter: RateLimiter | SharedRateLimiter;
   /** The client key: the guard's (when present), else derived from the peer with these options or this function. */
   key?: ClientKeyOptions | ClientKeyFunction;
   /** Adds the IETF RateLimit fields to 429s. @default false */
@@ -116,6 +117,7 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
   const limiter = options.limiter;
   const scope = options.scope ?? "route";
   return async function rateLimit(c, next) {
+<<<<<<< HEAD
     const context = hygieneContext(c);
     const key = context?.key ?? keyOf(c.req.raw, { peer: peerOf(c) });
     const report = _reporterOf(context);
@@ -135,6 +137,12 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
       });
       return rateLimitedResponse(decision, { rateLimitHeaders: options.headers === true });
     }
+=======
+    const key = hygieneContext(c)?.key ?? keyOf(c.req.raw, { peer: peerOf(c) });
+    const taken = options.limiter.take(key);
+    const decision = taken instanceof Promise ? await taken : taken;
+    if (!decision.allowed) return rateLimitedResponse(decision, { rateLimitHeaders: options.headers === true });
+>>>>>>> wip/rstore
     await next();
   };
 };

@@ -21,6 +21,7 @@ export const PUBLIC_SURFACE: Readonly<Record<string, readonly string[]>> = {
     "createHost",
     "createInFlightLimiter",
     "createManualClock",
+    "createRateStore",
     "createScopedLimiter",
     "createShedLogger",
     "createShutdownController",
@@ -42,6 +43,7 @@ export const PUBLIC_SURFACE: Readonly<Record<string, readonly string[]>> = {
   "./node": ["createNodeHost", "serve"],
   "./hono": ["bodyLimit", "hygiene", "hygieneContext", "inFlightCap", "noTimeout", "peerOf", "rateLimit", "timeout"],
   "./prometheus": ["createPrometheusExporter"],
+  "./redis": ["createRedisStore", "fromBunRedis", "fromNodeRedis"],
 };
 
 /** The runtime value names of a loaded module, sorted as the pin is. */
