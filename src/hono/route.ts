@@ -15,6 +15,8 @@ import {
   type SharedRateLimiter,
   rateLimitedResponse,
   _reporterOf,
+  _isShared,
+  type RateDecision,
 } from "../core/mod.ts";
 import { _requireContext, hygieneContext, peerOf } from "./context.ts";
 
@@ -117,14 +119,21 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
   const limiter = options.limiter;
   const scope = options.scope ?? "route";
   return async function rateLimit(c, next) {
-<<<<<<< HEAD
     const context = hygieneContext(c);
     const key = context?.key ?? keyOf(c.req.raw, { peer: peerOf(c) });
     const report = _reporterOf(context);
     // Behind a guard: peek (which reports nothing), then take, and report a refusal through
-    // the guard's sinks; the limiter's own sink never sees it, so it is counted once.
-    let decision = report === undefined ? limiter.take(key) : limiter.peek(key);
-    if (report !== undefined && decision.allowed) decision = limiter.take(key);
+    // the guard's sinks; the limiter's own sink never sees it, so it is counted once. A shared
+    // limiter reports no denial itself: it is taken (maybe asynchronously) and reported here.
+    let decision: RateDecision;
+    if (report !== undefined && !_isShared(limiter)) {
+      const local = limiter as RateLimiter;
+      decision = local.peek(key);
+      if (decision.allowed) decision = local.take(key);
+    } else {
+      const taken = limiter.take(key);
+      decision = taken instanceof Promise ? await taken : taken;
+    }
     if (!decision.allowed) {
       report?.({
         type: "deny",
@@ -137,12 +146,6 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
       });
       return rateLimitedResponse(decision, { rateLimitHeaders: options.headers === true });
     }
-=======
-    const key = hygieneContext(c)?.key ?? keyOf(c.req.raw, { peer: peerOf(c) });
-    const taken = options.limiter.take(key);
-    const decision = taken instanceof Promise ? await taken : taken;
-    if (!decision.allowed) return rateLimitedResponse(decision, { rateLimitHeaders: options.headers === true });
->>>>>>> wip/rstore
     await next();
   };
 };
