@@ -32,6 +32,7 @@ export type {
 
 // The limiters and their answers.
 export {
+  createAdaptiveLimit,
   createConcurrencyLimit,
   createFixedWindowLimiter,
   createInFlightLimiter,
@@ -42,6 +43,8 @@ export {
   rateLimitHeaders,
 } from "./core/mod.ts";
 export type {
+  AdaptiveLimit,
+  AdaptiveLimitOptions,
   ConcurrencyLimit,
   ConcurrencyLimitOptions,
   DenyResponseOptions,

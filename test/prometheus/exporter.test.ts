@@ -83,7 +83,7 @@ describe("prometheus exporter: families", () => {
 
 describe("prometheus exporter: events", () => {
   test("prometheus exporter: two concurrency sheds are counted by layer and reason", async () => {
-    const { guard, scrape } = setup({ concurrencyLimit: 1 });
+    const { guard, scrape } = setup({ concurrencyLimit: 1, shedWaitMs: 0 });
     const gate = deferred();
     const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
     const held = fetch(GET());
@@ -241,7 +241,7 @@ describe("prometheus exporter: no client data in labels", () => {
 
 describe("prometheus exporter: live gauges", () => {
   test("prometheus exporter: the in-flight gauge reads the guard at scrape time", async () => {
-    const { guard, scrape } = setup({ concurrencyLimit: 8 });
+    const { guard, scrape } = setup({ concurrencyLimit: 8, shedWaitMs: 0 });
     const gate = deferred();
     const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
     assert.equal(valueOf(await scrape(), "serve_hygiene_requests_in_flight"), 0);
