@@ -631,7 +631,7 @@ describe("guard: abandoned requests", () => {
   });
 
   test("guard: a forced drain (work.abortAll) fires every in-flight signal and cleanup; the drain then sees idle", async () => {
-    const { guard } = setup({ requestTimeoutMs: Infinity });
+    const { guard } = setup({ requestTimeoutMs: Infinity, concurrencyLimit: 64 });
     const ran: unknown[] = [];
     const fetch = guard.wrap((_r, { context }) => {
       context.onAbandon((reason) => void ran.push(reason));
@@ -695,7 +695,7 @@ describe("guard: shutdown and forced drain", () => {
 
   test("guard: context.shutdownSignal fires at the stop for running handlers and for bodies still streaming after their handler returned, through one listener on the shared signal", async () => {
     const stop = countedStop();
-    const { guard } = setup({ requestTimeoutMs: Infinity, stopping: stop.controller });
+    const { guard } = setup({ requestTimeoutMs: Infinity, stopping: stop.controller, concurrencyLimit: 64 });
     const gate = deferred();
     const signals: AbortSignal[] = [];
     const fetch = guard.wrap(async (request, { context }) => {

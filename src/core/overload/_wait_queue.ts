@@ -4,8 +4,9 @@
 // `lifoAfterMs`), newest first once it is standing (adaptive LIFO, as in "Fail at Scale"): under
 // overload what is admitted is fresh, and the waiters left behind are the ones dropped.
 // A waiter is refused once its time in the queue (its sojourn, CoDel's measure) passes
-// `maxWaitMs`; one timer, for the oldest waiter, does that. A waiter whose client leaves is
-// removed at once. Internal: the concurrency limit owns one.
+// `maxWaitMs`; one timer, for the oldest waiter, does that (lazily: a permit may still reach a
+// waiter whose wait is just up). A waiter whose client leaves is removed at once. Internal: the
+// concurrency limit owns one.
 import type { Clock, TimerHandle } from "../clock.ts";
 
 /** One waiting request. */
@@ -30,11 +31,14 @@ export class _WaitQueue {
   /** When the queue was last empty (it is "standing" once it has not been for lifoAfterMs). */
   #emptyAt = 0;
   #timer: TimerHandle | undefined = undefined;
+  readonly #onDue: (now: number) => void;
 
-  constructor(clock: Clock, maxWaitMs: number, lifoAfterMs: number) {
+  /** `onDue` runs when the oldest waiter's wait is up, before it is refused (the owner may still admit it). */
+  constructor(clock: Clock, maxWaitMs: number, lifoAfterMs: number, onDue: (now: number) => void = () => {}) {
     this.#clock = clock;
     this.#maxWaitMs = maxWaitMs;
     this.#lifoAfterMs = lifoAfterMs;
+    this.#onDue = onDue;
   }
 
   get length(): number {
@@ -53,9 +57,11 @@ export class _WaitQueue {
     if (this.#timer === undefined) this.#arm(w.at);
   }
 
-  /** The waiter that gets a free permit: the oldest while fresh, the newest while standing. */
+  /**
+   * The waiter that gets a free permit: the oldest while fresh, the newest while standing.
+   * (One whose wait is just up is served rather than refused: the bound is on refusals.)
+   */
   take(now: number): _Waiter | undefined {
-    this.expire(now);
     if (this.#count === 0) return undefined;
     const lifo = this.standing(now);
     let w: _Waiter | undefined;
@@ -123,6 +129,7 @@ export class _WaitQueue {
     this.#timer = this.#clock.setTimeout(() => {
       this.#timer = undefined;
       const now = this.#clock.now();
+      this.#onDue(now);
       this.expire(now);
       const oldest = this.#oldest();
       if (oldest !== undefined) this.#arm(oldest.at);

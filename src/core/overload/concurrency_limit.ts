@@ -111,10 +111,22 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
 
   const refusal = (reason: Refusal["reason"]): Refusal => Object.freeze({ ok: false, reason, retryAfterMs });
   const refusals = { shed: refusal("shed"), "queue-full": refusal("queue-full"), "queue-timeout": refusal("queue-timeout"), aborted: refusal("aborted") };
-  const queue = new _WaitQueue(clock, shedWaitMs, lifoAfterMs);
+  // A waiter's wait is up: if no permit came back for a whole wait bound, the work is long, not
+  // queued; the adaptive limit grows and lets waiters in, rather than refuse them and stay
+  // where it started.
+  const onDue = (now: number) => {
+    if (adaptive === undefined || now - releasedAt < shedWaitMs) return;
+    releasedAt = now; // once per wait bound
+    adaptive.stalled();
+    limit = adaptive.limit;
+    admitWaiting();
+  };
+  const queue = new _WaitQueue(clock, shedWaitMs, lifoAfterMs, onDue);
   let limit = adaptive === undefined ? fixed : adaptive.limit;
   let idleWaiters: (() => void)[] = [];
   let inFlight = 0;
+  /** When a permit last came back (for the adaptive limit's stall rule). */
+  let releasedAt = clock.now();
 
   // Hands free permits to waiters while there are both (the limit may have grown).
   const admitWaiting = () => {
@@ -129,10 +141,13 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
   };
 
   const release = (sampled: _Permit | undefined) => {
-    if (sampled !== undefined && adaptive !== undefined) {
+    if (adaptive !== undefined) {
       const now = clock.now();
-      adaptive.sample(now - sampled.at, inFlight, now);
-      limit = adaptive.limit;
+      releasedAt = now;
+      if (sampled !== undefined) {
+        adaptive.sample(now - sampled.at, inFlight, now);
+        limit = adaptive.limit;
+      }
     }
     inFlight--;
     admitWaiting();

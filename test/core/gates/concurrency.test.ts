@@ -25,7 +25,7 @@ describe("concurrency gate", () => {
   test("concurrency gate: the limit is adaptive by default; a number fixes it and Infinity uncaps it", () => {
     const { guard } = setup();
     assert.equal(guard.concurrency.adaptive, true);
-    assert.equal(guard.concurrency.limit, 8);
+    assert.equal(guard.concurrency.limit, 1, "it starts at its floor and grows");
     assert.equal(guard.concurrency.shedWaitMs, 500);
     assert.equal(setup({ concurrencyLimit: 32 }).guard.concurrency.adaptive, false);
     assert.equal(setup({ concurrencyLimit: 32 }).guard.concurrency.limit, 32);

@@ -28,6 +28,7 @@ function drive(adaptive: AdaptiveLimit, clock: ReturnType<typeof createManualClo
 
 const max = (xs: number[]) => Math.max(...xs);
 const min = (xs: number[]) => Math.min(...xs);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
 describe("adaptive limit", () => {
   test("adaptive limit: converges near the knee of a queueing model, from below and after a step in capacity", () => {
@@ -35,8 +36,8 @@ describe("adaptive limit", () => {
     const a = createAdaptiveLimit();
     const limits = drive(a, clock, io(), 300);
     const settled = limits.slice(100);
-    // Below 100 in flight nothing queues; past 150 the latency is over 1.5× the baseline.
-    assert.ok(min(settled) >= 90 && max(settled) <= 170, `settled within [90, 170]: ${min(settled)}..${max(settled)}`);
+    // Below 100 in flight nothing queues; past 200 the latency is over 2× (the tolerance) the baseline.
+    assert.ok(min(settled) >= 150 && max(settled) <= 230, `settled within [150, 230]: ${min(settled)}..${max(settled)}`);
     assert.equal(a.baselineMs, 20);
   });
 
@@ -44,8 +45,14 @@ describe("adaptive limit", () => {
     const clock = createManualClock();
     const a = createAdaptiveLimit();
     const limits = drive(a, clock, cpu, 300);
-    assert.ok(max(limits) <= 20, `never past 20 (40 ms of queueing): ${max(limits)}`);
-    assert.ok(min(limits.slice(50)) >= 4, `not pinned to the floor: ${min(limits.slice(50))}`);
+    // One core: a second permit only doubles the latency (the window lags a change of the
+    // limit by one, hence a sawtooth of 1–5 rather than a flat 1). From a start at 20 (a baseline
+    // measured with 20 already queueing) it stays bounded, though higher.
+    assert.ok(max(limits) <= 5, `at most 5 (10 ms) from the default start: ${max(limits)}`);
+    assert.ok(median(limits.slice(50)) <= 3, `mostly 1–3: median ${median(limits.slice(50))}`);
+    const late = createAdaptiveLimit({ initialLimit: 20 });
+    const fromHigh = drive(late, clock, cpu, 300);
+    assert.ok(max(fromHigh) <= 80, `bounded from a start at 20 too, though higher (its baseline holds 20 in the queue): ${max(fromHigh)}`);
   });
 
   test("adaptive limit: does not creep up under a moderate, steady overload", () => {
@@ -55,7 +62,8 @@ describe("adaptive limit", () => {
     const pool: Model = (n) => 10 * Math.max(1, n / 20);
     const limits = drive(a, clock, pool, 5000);
     const late = limits.slice(100);
-    assert.ok(max(late) <= 36, `bounded after 5,000 windows: max ${max(late)}`);
+    // Equilibrium: 2× the pool's latency (the tolerance) at 40 in flight, plus one allowance of √40.
+    assert.ok(max(late) <= 48, `bounded after 5,000 windows: max ${max(late)}`);
     assert.ok(max(limits.slice(-500)) <= max(limits.slice(100, 600)), "no higher at the end than early on");
     assert.ok(min(late) >= 15, `and not throttled below the pool: min ${min(late)}`);
   });

@@ -1,6 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createConcurrencyLimit, type Permit } from "../../../src/core/overload/concurrency_limit.ts";
+import { createAdaptiveLimit } from "../../../src/core/overload/adaptive_limit.ts";
 import { createManualClock } from "../../../src/testing/manual_clock.ts";
 import { flushMicrotasks } from "../../support/flush.ts";
 
@@ -141,7 +142,7 @@ describe("concurrency limit", () => {
   test("concurrency limit: only complete() feeds the adaptive limit; release() and dispose do not", () => {
     const clock = createManualClock();
     const samples: number[] = [];
-    const adaptive = { limit: 2, baselineMs: undefined, minLimit: 1, maxLimit: 10, sample: (ms: number) => void samples.push(ms) };
+    const adaptive = { limit: 2, baselineMs: undefined, minLimit: 1, maxLimit: 10, sample: (ms: number) => void samples.push(ms), stalled() {} };
     const limit = createConcurrencyLimit({ limit: adaptive, clock });
     assert.equal(limit.adaptive, true);
     const refused = limit.tryAcquire(clock.now()) as Permit;
@@ -159,7 +160,7 @@ describe("concurrency limit", () => {
 
   test("concurrency limit: when the adaptive limit grows, waiters are let in", async () => {
     const clock = createManualClock();
-    const adaptive = { limit: 1, baselineMs: undefined, minLimit: 1, maxLimit: 10, sample: () => void (adaptive.limit = 3) };
+    const adaptive = { limit: 1, baselineMs: undefined, minLimit: 1, maxLimit: 10, sample: () => void (adaptive.limit = 3), stalled() {} };
     const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 1000, clock });
     const first = limit.tryAcquire() as Permit;
     const waiters = [limit.acquire(), limit.acquire(), limit.acquire()];
@@ -169,6 +170,33 @@ describe("concurrency limit", () => {
     assert.ok(got.every((p) => p.ok));
     assert.equal(limit.inFlight, 3);
     assert.equal(limit.limit, 3);
+  });
+
+  test("concurrency limit: permits held past the wait bound with none coming back (long polls) make the adaptive limit grow, not pin it", async () => {
+    const clock = createManualClock();
+    const limit = createConcurrencyLimit({ limit: createAdaptiveLimit(), shedWaitMs: 500, clock });
+    assert.equal(limit.limit, 1);
+    const poll = limit.tryAcquire() as Permit; // never released during the test
+    const first = limit.acquire();
+    clock.advance(500); // the waiter's wait is up and nothing came back for 500 ms: grow, admit it
+    assert.ok((await first).ok, "admitted, not refused");
+    assert.equal(limit.limit, 2);
+    assert.equal(limit.inFlight, 2);
+    // Under load that completes, a timeout is no reason to grow.
+    const busy = createConcurrencyLimit({ limit: createAdaptiveLimit(), shedWaitMs: 500, clock });
+    let held = busy.tryAcquire() as Permit;
+    const old = busy.acquire();
+    for (let t = 0; t < 5; t++) {
+      const fresh = busy.acquire();
+      clock.advance(100);
+      held.release(); // a standing queue: the newest waiter takes it, the oldest starves
+      held = (await fresh) as Permit;
+    }
+    const starved = await old;
+    assert.ok(!starved.ok && starved.reason === "queue-timeout");
+    assert.equal(busy.limit, 1);
+    held.release();
+    poll.release();
   });
 
   test("concurrency limit: an aborted waiter leaves the queue and never takes a permit", async () => {
