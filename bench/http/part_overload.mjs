@@ -8,7 +8,7 @@
 // under-pressure. Plus serve-hygiene at half of capacity (paced load: must refuse nothing).
 // 2xx responses are timed one by one (latency.lua), so latency covers admitted requests only.
 // `--wait-sweep=50,100,…`: the queue's drop threshold (shedWaitMs) against goodput and
-// admitted p99 on the async and I/O handlers → overload-wait.md.
+// admitted p99 on the async handler → overload-wait.md.
 import { cpuSeconds, histMax, histPercentile, load, median, sleep, startServer, stopServer, undisturbed } from "./_lib.mjs";
 import { barChart, envBlock, fmt, table } from "./_report.mjs";
 
@@ -70,11 +70,14 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
   const cases = [];
   for (const rt of runtimes) {
     for (const [path, kind] of HANDLERS) {
-      const add = (id, label, file, args, connections) => cases.push({ rt, path, kind, id, label, file, args, connections, runs: [] });
+      const add = (id, label, file, args, connections, env) => cases.push({ rt, path, kind, id, label, file, args, connections, env, runs: [] });
       add("unloaded", "no protection, 1 connection (unloaded)", rt, ["none"], 1);
       add("none", "no protection", rt, ["none"], CONNECTIONS);
       add("cap", "15-line in-flight cap (32)", rt, ["cap-work"], CONNECTIONS);
       add("lib", libLabel, rt, libArgs, CONNECTIONS);
+      // Diagnostic, not a subject: the concurrency gate alone (items 1–2 of issue 14), the load
+      // monitor (item 3, changed in parallel) off.
+      add("gate", `${libLabel} without the load monitor (diagnostic)`, rt, libArgs, CONNECTIONS, { BENCH_LOAD_MONITOR: "0" });
       if (rt === "node") add("up", "Fastify + @fastify/under-pressure (maxEventLoopDelay 40 ms)", "fastify", ["under-pressure"], CONNECTIONS);
       add("half", `${libLabel}, half of capacity (paced)`, rt, libArgs, PACED_CONNECTIONS);
     }
@@ -84,7 +87,7 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
     for (const c of cases) {
       // Half of capacity: half the unprotected server's 2xx/s in this same round.
       const rate = c.id === "half" ? find(c.rt, c.path, "none").runs[run - 1].goodput / 2 : undefined;
-      const m = await measure(gen, c, { warmS, seconds, unloadedS, rate });
+      const m = await measure(gen, c, { warmS, seconds, unloadedS, rate, env: c.env });
       c.runs.push(m);
       logRun(run, c, m);
     }
@@ -154,7 +157,7 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
       );
     }
   }
-  const color = { none: "#9aa5b1", cap: "#7cb5ec", lib: "#1f5fa8", up: "#f7a35c", half: "#90ed7d" };
+  const color = { none: "#9aa5b1", cap: "#7cb5ec", lib: "#1f5fa8", gate: "#8085e9", up: "#f7a35c", half: "#90ed7d" };
   const loaded = cases.filter((c) => c.id !== "unloaded");
   const maxP99 = Math.max(...loaded.map((c) => c.p99Us / 1000).filter(Number.isFinite));
   const top = Math.log10(Math.max(1000, maxP99) * 1.5) + 1;
@@ -186,13 +189,13 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
 
 /**
  * `--wait-sweep=50,100,…`: serve-hygiene's defaults with the queue's drop threshold
- * (shedWaitMs) at each value, on the async and I/O handlers, next to the unprotected server:
+ * (shedWaitMs) at each value, on the async handler, next to the unprotected server:
  * the trade-off between refusals (goodput) and how long an admitted request may have waited.
  */
 async function waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds }) {
   const seconds = quick ? 3 : 4;
   const cases = [];
-  const paths = [["/burn-async", "async"], ["/io", "io"]];
+  const paths = [["/burn-async", "async"]];
   for (const rt of runtimes) {
     for (const [path, kind] of paths) {
       const add = (id, label, args, connections, env) => cases.push({ rt, path, kind, id, label, file: rt, args, connections, env, runs: [] });

@@ -47,7 +47,12 @@ function analyse({ stepAt, normal, trace }) {
   const after = trace.filter((s) => s.t >= stepAt);
   const atStep = trace.filter((s) => s.t < stepAt).at(-1) ?? trace[0];
   let lastDenial = undefined;
-  for (let i = 1; i < trace.length; i++) if (trace[i].t >= stepAt && deniedOf(trace[i]) > deniedOf(trace[i - 1])) lastDenial = trace[i].t - stepAt;
+  let lastGateDenial = undefined; // the concurrency gate's own (items 1–2), apart from the load monitor's
+  for (let i = 1; i < trace.length; i++) {
+    if (trace[i].t < stepAt) continue;
+    if (deniedOf(trace[i]) > deniedOf(trace[i - 1])) lastDenial = trace[i].t - stepAt;
+    if ((trace[i].denied.concurrency ?? 0) > (trace[i - 1].denied.concurrency ?? 0)) lastGateDenial = trace[i].t - stepAt;
+  }
   const settled = after.filter((s) => s.t >= stepAt + 1000);
   const limits = settled.map((s) => s.limit);
   const med = median(limits);
@@ -55,7 +60,9 @@ function analyse({ stepAt, normal, trace }) {
   const minShare = settled.length ? Math.min(...settled.map((s) => s.share)) : NaN;
   return {
     refusedAfterStep: atStep === undefined ? NaN : deniedOf(trace.at(-1)) - deniedOf(atStep),
+    byLayerAfterStep: Object.fromEntries(Object.keys(trace.at(-1)?.denied ?? {}).map((k) => [k, (trace.at(-1).denied[k] ?? 0) - (atStep?.denied[k] ?? 0)])),
     lastDenialMs: lastDenial,
+    lastGateDenialMs: lastGateDenial,
     normalRefused: normal.refused,
     normalOk: normal.ok,
     limitAtStep: atStep?.limit,
@@ -77,7 +84,7 @@ export async function step({ runs, runtimes, gen, env }) {
       const a = analyse(result);
       c.runs.push({ ...a, cap: result.cap, stepAt: result.stepAt, trace: result.trace });
       console.log(
-        `  run ${run} ${c.rt.padEnd(4)} ${c.kind.padEnd(5)} capacity ${fmt.int(result.cap)}/s; after the step: refusals ${a.refusedAfterStep} (last ${a.lastDenialMs === undefined ? "—" : `${Math.round(a.lastDenialMs)} ms`} after it), ` +
+        `  run ${run} ${c.rt.padEnd(4)} ${c.kind.padEnd(5)} capacity ${fmt.int(result.cap)}/s; after the step: refusals ${a.refusedAfterStep} ${JSON.stringify(a.byLayerAfterStep)} (last ${a.lastDenialMs === undefined ? "—" : `${Math.round(a.lastDenialMs)} ms`} after it; the concurrency gate's last ${a.lastGateDenialMs === undefined ? "—" : `${Math.round(a.lastGateDenialMs)} ms`}), ` +
           `paced phase 2xx ${a.normalOk} / 503 ${a.normalRefused}; limit ${a.limitAtStep} at the step, ${a.limitMedian} median after 1 s (swing ±${fmt.pct(a.limitSwing)}), share ≥ ${fmt.share(a.minShareSettled)}`,
       );
     }
@@ -88,7 +95,9 @@ export async function step({ runs, runtimes, gen, env }) {
     const within = c.runs.map((r) => r.lastDenialMs === undefined || r.lastDenialMs <= 1000);
     const steady = c.runs.map((r) => r.limitSwing <= 0.25 && r.minShareSettled >= 0.99);
     const lastMs = median(c.runs.map((r) => r.lastDenialMs ?? 0));
-    rows.push([`${c.rt} ${c.kind}`, fmt.int(median(c.runs.map((r) => r.cap))), fmt.int(median(c.runs.map((r) => r.refusedAfterStep))), `${Math.round(lastMs)} ms`,
+    const lastGateMs = median(c.runs.map((r) => r.lastGateDenialMs ?? 0));
+    const layers = [...new Set(c.runs.flatMap((r) => Object.keys(r.byLayerAfterStep)))].map((k) => `${k} ${fmt.int(median(c.runs.map((r) => r.byLayerAfterStep[k] ?? 0)))}`).join(", ");
+    rows.push([`${c.rt} ${c.kind}`, fmt.int(median(c.runs.map((r) => r.cap))), `${fmt.int(median(c.runs.map((r) => r.refusedAfterStep)))}${layers ? ` (${layers})` : ""}`, `${Math.round(lastMs)} ms (concurrency gate: ${Math.round(lastGateMs)} ms)`,
       fmt.int(median(c.runs.map((r) => r.normalRefused))), fmt.int(median(c.runs.map((r) => r.limitAtStep))), fmt.int(median(c.runs.map((r) => r.limitMedian))),
       `±${fmt.pct(median(c.runs.map((r) => r.limitSwing)))}`, fmt.share(median(c.runs.map((r) => r.minShareSettled)))]);
     verdicts.push(`- ${c.rt}, ${c.kind}: full admission within 1 s of the step in ${within.filter(Boolean).length} of ${c.runs.length} runs (last refusal ${Math.round(lastMs)} ms after it, median) ${within.every(Boolean) ? "met" : "**missed**"}; ` +
@@ -106,7 +115,7 @@ export async function step({ runs, runtimes, gen, env }) {
     "",
     ...verdicts,
     "",
-    table(["runtime, handler", "capacity 2xx/s", "refusals after the step", "last refusal after the step", "503 in the paced phase (wrk)", "limit at the step", "limit after 1 s (median)", "limit swing after 1 s", "min share after 1 s"], rows),
+    table(["runtime, handler", "capacity 2xx/s", "refusals after the step (by layer)", "last refusal after the step", "503 in the paced phase (wrk)", "limit at the step", "limit after 1 s (median)", "limit swing after 1 s", "min share after 1 s"], rows),
     "",
     "![The limit and the load monitor's share over time](overload-step.svg)",
     "",
