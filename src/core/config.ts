@@ -76,8 +76,15 @@ const WHAT = "resolve config";
 const _concurrencyLimit = (value: unknown): number | Readonly<AdaptiveLimitOptions> => {
   if (value === undefined) return DEFAULT_CONFIG.concurrencyLimit;
   if (typeof value === "object" && value !== null) {
-    createAdaptiveLimit(_object(WHAT, "concurrencyLimit", value as AdaptiveLimitOptions));
-    return Object.freeze({ ...(value as AdaptiveLimitOptions) });
+    const options = _object(WHAT, "concurrencyLimit", value as AdaptiveLimitOptions);
+    try {
+      createAdaptiveLimit(options);
+    } catch (error) {
+      // Named after the config field, with the adaptive limiter's own reason.
+      if (error instanceof RangeError) throw new RangeError(`Cannot ${WHAT} as "concurrencyLimit" is not a valid adaptive limit: ${error.message}`);
+      throw error;
+    }
+    return Object.freeze({ ...options });
   }
   return _positiveIntOrInfinity(WHAT, "concurrencyLimit", value);
 };
