@@ -169,7 +169,9 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       if (inFlight > used) used = inFlight;
       inFlightSum += inFlight;
       const span = Math.max(windowMs, baseline === undefined ? 0 : 2 * baseline);
-      if (count < windowSamples || now - windowStart < span) return;
+      // During slow start a window needs only time, not `windowSamples` (at a limit of 1 and 20 ms
+      // a request, ten samples would take 200 ms a window while requests wait).
+      if (count < (starting ? 1 : windowSamples) || now - windowStart < span) return;
       const shortMs = sum / count;
       const meanInFlight = inFlightSum / count;
       sum = 0;

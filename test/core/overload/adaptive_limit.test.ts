@@ -105,15 +105,18 @@ describe("adaptive limit", () => {
     assert.ok(busy.at(-1)! > 40, "half in use: it grows");
   });
 
-  test("adaptive limit: a window needs its samples; negative or NaN latency is not a sample", () => {
+  test("adaptive limit: a window needs its samples (after slow start, which needs only time); negative or NaN latency is not a sample", () => {
     const a = createAdaptiveLimit({ initialLimit: 10, windowSamples: 5, windowMs: 1 });
-    for (let i = 0; i < 4; i++) a.sample(10, 10, i * 10);
-    assert.equal(a.baselineMs, undefined);
-    a.sample(-5, 10, 50);
-    a.sample(Number.NaN, 10, 60);
-    assert.equal(a.baselineMs, undefined);
-    a.sample(10, 10, 70);
+    a.sample(10, 10, 0);
+    a.sample(10, 10, 1); // slow start: the span is enough
     assert.equal(a.baselineMs, 10);
+    a.sample(40, 20, 30); // over tolerance: slow start ends
+    for (const t of [60, 70, 80, 90]) a.sample(5, 10, t);
+    a.sample(-5, 10, 95);
+    a.sample(Number.NaN, 10, 96);
+    assert.equal(a.baselineMs, 10, "four samples are not a window");
+    a.sample(5, 10, 100);
+    assert.equal(a.baselineMs, 5);
   });
 
   test("adaptive limit: bad options throw naming the field", () => {
