@@ -33,6 +33,7 @@ export type {
 
 // The limiters and their answers.
 export {
+  createAdaptiveLimit,
   createConcurrencyLimit,
   createFixedWindowLimiter,
   createFlowQueue,
@@ -45,6 +46,8 @@ export {
   rateLimitHeaders,
 } from "./core/mod.ts";
 export type {
+  AdaptiveLimit,
+  AdaptiveLimitOptions,
   ConcurrencyLimit,
   ConcurrencyLimitOptions,
   DenyResponseOptions,

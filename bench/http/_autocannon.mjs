@@ -6,7 +6,7 @@ import autocannon from "autocannon";
 const o = JSON.parse(process.argv[2]);
 const hist = new Map();
 const counts = { ok: 0, refused: 0, other: 0 };
-const instance = autocannon({ url: o.url, connections: o.connections, duration: o.seconds, timeout: o.timeoutS ?? 10 });
+const instance = autocannon({ url: o.url, connections: o.connections, duration: o.seconds, timeout: o.timeoutS ?? 10, ...(o.rate ? { overallRate: o.rate } : {}) });
 instance.on("response", (_client, status, _bytes, responseTimeMs) => {
   if (status >= 200 && status < 300) {
     counts.ok++;
@@ -31,6 +31,6 @@ instance.on("done", (r) => {
     maxUs: us(r.latency.max),
     meanUs: us(r.latency.mean),
   };
-  if (o.latency2xx) Object.assign(summary, counts, { untimed: 0, okHistUs: [...hist] });
+  if (o.latency2xx || o.rate) Object.assign(summary, counts, { untimed: 0, okHistUs: [...hist] });
   console.log(`WRK ${JSON.stringify(summary)}`);
 });

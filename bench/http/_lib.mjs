@@ -10,8 +10,12 @@ import { fileURLToPath } from "node:url";
 export const root = fileURLToPath(new URL("../..", import.meta.url));
 export const here = fileURLToPath(new URL(".", import.meta.url));
 export const bin = (name) => join(root, "node_modules", ".bin", name);
-/** Where scripts/bench.mjs has tsc put the JavaScript Node runs (no tsx: see scripts/bench.mjs). */
-export const built = join(root, "node_modules", ".cache", "serve-hygiene-bench");
+/**
+ * Where scripts/bench.mjs has tsc put the JavaScript Node runs (no tsx: see scripts/bench.mjs).
+ * BENCH_BUILD_DIR moves it (inside the checkout, so packages still resolve): where several
+ * checkouts share one node_modules, a shared cache would let one run measure another's build.
+ */
+export const built = process.env.BENCH_BUILD_DIR ? join(root, process.env.BENCH_BUILD_DIR) : join(root, "node_modules", ".cache", "serve-hygiene-bench");
 export const SERVER_CORE = "1";
 export const LOAD_CORE = "0";
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -208,11 +212,13 @@ function useAutocannon(why) {
  * LOAD_CORE. `latency2xx` times 2xx responses one by one (latency.lua); otherwise wrk's
  * own summary (summary.lua). Resolves with the parsed one-line JSON summary.
  */
-export function load(gen, { port, path = "/", connections, seconds, timeoutS = 10, latency2xx = false }) {
+export function load(gen, { port, path = "/", connections, seconds, timeoutS = 10, latency2xx = false, rate }) {
   const url = `http://127.0.0.1:${port}${path}`;
+  // `rate` (requests/s over all connections) paces the load instead of a closed loop (latency.lua only).
+  const paced = rate === undefined ? [] : ["--", String(Math.max(1, Math.round(rate)))];
   const [exe, argv] = gen.kind === "wrk"
-    ? [gen.path, ["-t1", `-c${connections}`, `-d${seconds}s`, `--timeout`, `${timeoutS}s`, "-s", join(here, latency2xx ? "latency.lua" : "summary.lua"), url]]
-    : [process.execPath, [join(here, "_autocannon.mjs"), JSON.stringify({ url, connections, seconds, timeoutS, latency2xx })]];
+    ? [gen.path, ["-t1", `-c${connections}`, `-d${seconds}s`, `--timeout`, `${timeoutS}s`, "-s", join(here, latency2xx || rate !== undefined ? "latency.lua" : "summary.lua"), url, ...paced]]
+    : [process.execPath, [join(here, "_autocannon.mjs"), JSON.stringify({ url, connections, seconds, timeoutS, latency2xx, rate })]];
   return new Promise((resolve, reject) => {
     const child = track(spawn("taskset", ["-c", LOAD_CORE, exe, ...argv], { cwd: root, stdio: ["ignore", "pipe", "pipe"] }));
     let out = "";

@@ -12,6 +12,23 @@ local function now_us()
   return tonumber(ts.tv_sec) * 1000000 + math.floor(tonumber(ts.tv_nsec) / 1000)
 end
 
+-- Pacing (`wrk … url -- <rate>`): requests are sent on a schedule of <rate> per second
+-- across the thread's connections (a connection waits for its slot), so the offered load is
+-- that rate rather than a closed loop — the "half of capacity" runs. Without it, no delay.
+local period_ms = nil
+local next_slot = 0
+init = function(args)
+  if args[1] then period_ms = 1000 / tonumber(args[1]) end
+end
+delay = function()
+  if not period_ms then return 0 end
+  local now = now_us() / 1000
+  if next_slot < now then next_slot = now end
+  local d = next_slot - now
+  next_slot = next_slot + period_ms
+  return math.floor(d)
+end
+
 -- Per thread: histogram of 2xx latency in 10 µs buckets, and status counts.
 hist = {}
 ok, refused, other, untimed = 0, 0, 0, 0

@@ -1,101 +1,142 @@
-// Part 2: overload. Two handlers that each burn 2 ms of CPU: /burn synchronously (never
-// more than one request in flight; the queue sits in the kernel's socket buffers and only
-// the load monitor can act) and /burn-async after one event-loop turn (the concurrency
-// limit acts). 256 connections against a capacity of ~450 req/s: wrk's closed loop offers
-// far more than 4× capacity. 2xx responses are timed one by one (latency.lua: an echoed
-// send timestamp), so latency figures cover admitted requests only.
+// Part 2: overload (issue 14). Three handlers: /burn burns 2 ms of CPU synchronously (never
+// more than one request in flight; the queue sits in the kernel and only the load monitor can
+// act), /burn-async burns it after one event-loop turn (the concurrency limit acts), /io
+// awaits 20 ms (an upstream) then burns 0.2 ms (work that waits, not burns: the limit must not
+// throttle it). 256 connections in a closed loop: far more than 4× capacity for the CPU
+// handlers. Subjects side by side in one run: the unprotected server, the 15-line in-flight
+// cap at 32, serve-hygiene with its defaults (no tuning), and on Node Fastify +
+// under-pressure. Plus serve-hygiene at half of capacity (paced load: must refuse nothing).
+// 2xx responses are timed one by one (latency.lua), so latency covers admitted requests only.
+// `--wait-sweep=50,100,…`: the queue's drop threshold (shedWaitMs) against goodput and
+// admitted p99 on the async handler → overload-wait.md.
 import { cpuSeconds, histMax, histPercentile, load, median, sleep, startServer, stopServer, undisturbed } from "./_lib.mjs";
 import { barChart, envBlock, fmt, table } from "./_report.mjs";
 
 const CONNECTIONS = 256;
-/** The library's concurrency limit for these servers (see bench/README.md). */
-export const DEFAULT_LIMIT = 1;
+/** Connections of the paced half-capacity runs (enough for the I/O handler's 20 ms at half its rate). */
+const PACED_CONNECTIONS = 64;
+const HANDLERS = [["/burn", "sync"], ["/burn-async", "async"], ["/io", "io"]];
 
-const HANDLERS = [["/burn", "sync"], ["/burn-async", "async"]];
+/** One measured run of a case: warm-up, pause, measured load (closed loop, or paced at `rate`). */
+async function measure(gen, c, { warmS, seconds, unloadedS, rate, env }) {
+  const server = await startServer(c.rt, c.file, c.args, { env });
+  try {
+    const unloaded = c.connections === 1;
+    await load(gen, { port: server.port, path: c.path, connections: c.connections, seconds: unloaded ? 1 : warmS, timeoutS: 30, rate });
+    // What the warm-up left queued in the kernel is served (to closed sockets) before we measure.
+    if (!unloaded) await sleep(1000);
+    const measureS = unloaded ? unloadedS : seconds;
+    const { result: [r, cpu], noise } = await undisturbed(measureS, async () => {
+      const cpu0 = cpuSeconds(server.pid);
+      const r = await load(gen, { port: server.port, path: c.path, connections: c.connections, seconds: measureS, timeoutS: 30, latency2xx: true, rate });
+      const cpu = cpuSeconds(server.pid) - cpu0;
+      if (!unloaded) await sleep(1000); // a repeat starts from a drained queue too
+      return [r, cpu];
+    }, `${c.rt} ${c.kind} ${c.id}`);
+    return {
+      noise,
+      goodput: r.ok / r.seconds,
+      refused: r.refused,
+      share503: r.refused / Math.max(1, r.requests),
+      other: r.other + r.untimed,
+      errors: r.connectErrors + r.readErrors + r.writeErrors + r.timeouts,
+      p50Us: histPercentile(r.okHistUs, 50),
+      p99Us: histPercentile(r.okHistUs, 99),
+      maxUs: histMax(r.okHistUs),
+      rps: r.requests / r.seconds,
+      cpuShare: cpu / r.seconds,
+      rate,
+    };
+  } finally {
+    await stopServer(server);
+  }
+}
 
-export async function overload({ runs, runtimes, quick, gen, env, limit = DEFAULT_LIMIT, sweep }) {
-  if (sweep) return limitSweep({ runs, runtimes, quick, gen, env, limits: sweep });
+const logRun = (run, c, m) =>
+  console.log(
+    `  run ${run} ${c.rt.padEnd(4)} ${c.kind.padEnd(5)} ${c.label.padEnd(50)} 2xx ${fmt.int(m.goodput).padStart(5)}/s  503 ${fmt.pct(m.share503).padStart(4)}  ` +
+      `2xx p50 ${fmt.ms(m.p50Us)} p99 ${fmt.ms(m.p99Us)} max ${fmt.ms(m.maxUs)} ms  (all ${fmt.int(m.rps)}/s, server CPU ${fmt.pct(m.cpuShare)})` +
+      (m.rate ? `  paced at ${fmt.int(m.rate)}/s` : "") + (m.errors || m.other ? `  errors ${m.errors}, other ${m.other}` : "") +
+      (m.noise >= 0.1 ? `  (others used ${Math.round(m.noise * 100)}% of a core)` : ""),
+  );
+
+export async function overload({ runs, runtimes, quick, gen, env, limit, waitSweep }) {
+  if (waitSweep) return waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds: waitSweep });
   const warmS = 1;
   const seconds = quick ? 3 : 4;
   const unloadedS = quick ? 2 : 3;
+  const libArgs = ["lib", limit === undefined ? "-" : String(limit)];
+  const libLabel = limit === undefined ? "serve-hygiene defaults" : `serve-hygiene, concurrencyLimit ${limit}`;
   const cases = [];
   for (const rt of runtimes) {
     for (const [path, kind] of HANDLERS) {
-      const add = (id, label, file, args, connections) => cases.push({ rt, path, kind, id, label, file, args, connections, runs: [] });
+      const add = (id, label, file, args, connections, env) => cases.push({ rt, path, kind, id, label, file, args, connections, env, runs: [] });
       add("unloaded", "no protection, 1 connection (unloaded)", rt, ["none"], 1);
       add("none", "no protection", rt, ["none"], CONNECTIONS);
-      add("lib", `serve-hygiene (concurrencyLimit ${limit}, load monitor defaults)`, rt, ["lib", String(limit)], CONNECTIONS);
+      add("cap", "15-line in-flight cap (32)", rt, ["cap-work"], CONNECTIONS);
+      add("lib", libLabel, rt, libArgs, CONNECTIONS);
+      // Diagnostic, not a subject: the concurrency gate alone (items 1–2 of issue 14), the load
+      // monitor (item 3, changed in parallel) off.
+      add("gate", `${libLabel} without the load monitor (diagnostic)`, rt, libArgs, CONNECTIONS, { BENCH_LOAD_MONITOR: "0" });
       if (rt === "node") add("up", "Fastify + @fastify/under-pressure (maxEventLoopDelay 40 ms)", "fastify", ["under-pressure"], CONNECTIONS);
+      add("half", `${libLabel}, half of capacity (paced)`, rt, libArgs, PACED_CONNECTIONS);
     }
-  }
-  for (let run = 1; run <= runs; run++) {
-    for (const c of cases) {
-      const server = await startServer(c.rt, c.file, c.args);
-      try {
-        const unloaded = c.connections === 1;
-        await load(gen, { port: server.port, path: c.path, connections: c.connections, seconds: unloaded ? 1 : warmS, timeoutS: 30 });
-        // What the warm-up left queued in the kernel is served (to closed sockets) before we measure.
-        if (!unloaded) await sleep(1000);
-        const measureS = unloaded ? unloadedS : seconds;
-        const { result: [r, cpu], noise } = await undisturbed(measureS, async () => {
-          const cpu0 = cpuSeconds(server.pid);
-          const r = await load(gen, { port: server.port, path: c.path, connections: c.connections, seconds: measureS, timeoutS: 30, latency2xx: true });
-          const cpu = cpuSeconds(server.pid) - cpu0;
-          if (!unloaded) await sleep(1000); // a repeat starts from a drained queue too
-          return [r, cpu];
-        }, `${c.rt} ${c.kind} ${c.id}`);
-        const m = {
-          noise,
-          goodput: r.ok / r.seconds,
-          share503: r.refused / Math.max(1, r.requests),
-          other: r.other + r.untimed,
-          errors: r.connectErrors + r.readErrors + r.writeErrors + r.timeouts,
-          p50Us: histPercentile(r.okHistUs, 50),
-          p99Us: histPercentile(r.okHistUs, 99),
-          maxUs: histMax(r.okHistUs),
-          rps: r.requests / r.seconds,
-          cpuShare: cpu / r.seconds,
-        };
-        c.runs.push(m);
-        console.log(
-          `  run ${run} ${c.rt.padEnd(4)} ${c.kind.padEnd(5)} ${c.label.padEnd(58)} 2xx ${fmt.int(m.goodput).padStart(5)}/s  503 ${fmt.pct(m.share503).padStart(4)}  ` +
-            `2xx p50 ${fmt.ms(m.p50Us)} p99 ${fmt.ms(m.p99Us)} max ${fmt.ms(m.maxUs)} ms  (all ${fmt.int(m.rps)}/s, server CPU ${fmt.pct(m.cpuShare)})` +
-            (m.errors || m.other ? `  errors ${m.errors}, other ${m.other}` : "") + (m.noise >= 0.1 ? `  (others used ${Math.round(m.noise * 100)}% of a core)` : ""),
-        );
-      } finally {
-        await stopServer(server);
-      }
-    }
-  }
-  for (const c of cases) {
-    for (const k of ["goodput", "share503", "p50Us", "p99Us", "maxUs", "rps", "cpuShare"]) c[k] = median(c.runs.map((m) => m[k]));
-    c.errors = c.runs.reduce((n, m) => n + m.errors + m.other, 0);
   }
   const find = (rt, path, id) => cases.find((c) => c.rt === rt && c.path === path && c.id === id);
+  for (let run = 1; run <= runs; run++) {
+    for (const c of cases) {
+      // Half of capacity: half the unprotected server's 2xx/s in this same round.
+      const rate = c.id === "half" ? find(c.rt, c.path, "none").runs[run - 1].goodput / 2 : undefined;
+      const m = await measure(gen, c, { warmS, seconds, unloadedS, rate, env: c.env });
+      c.runs.push(m);
+      logRun(run, c, m);
+    }
+  }
+  // Ratios inside each round (the case ÷ its reference in the same round), then medians.
   for (const c of cases) {
-    c.goodputShare = c.goodput / find(c.rt, c.path, "none").goodput;
-    c.p99VsUnloaded = c.p99Us / find(c.rt, c.path, "unloaded").p99Us;
+    for (const k of ["goodput", "share503", "p50Us", "p99Us", "maxUs", "rps", "cpuShare"]) c[k] = median(c.runs.map((m) => m[k]));
+    const none = find(c.rt, c.path, "none"), unloaded = find(c.rt, c.path, "unloaded");
+    c.goodputShare = median(c.runs.map((m, i) => m.goodput / none.runs[i].goodput));
+    c.p99VsUnloaded = median(c.runs.map((m, i) => m.p99Us / unloaded.runs[i].p99Us));
+    c.refusedTotal = c.runs.reduce((n, m) => n + m.refused, 0);
+    c.errors = c.runs.reduce((n, m) => n + m.errors + m.other, 0);
+    if (c.id === "half") c.goodputShare = median(c.runs.map((m) => m.goodput / m.rate)); // of what was offered
   }
   const verdicts = [];
+  const verdict = (ok) => (ok ? "met" : "**missed**");
   for (const rt of runtimes) {
-    const s = find(rt, "/burn", "lib"), a = find(rt, "/burn-async", "lib");
-    if (!s || !a) continue;
-    verdicts.push(
-      `- ${rt}, sync: goodput ${fmt.share(s.goodputShare)} (target ≥ 0.8) ${s.goodputShare >= 0.8 ? "met" : "**missed**"}; admitted p99 ${fmt.ms(s.p99Us)} ms (target ≤ 50 ms) ${s.p99Us <= 50_000 ? "met" : "**missed**"}.`,
-      `- ${rt}, async: goodput ${fmt.share(a.goodputShare)} (target ≥ 0.95) ${a.goodputShare >= 0.95 ? "met" : "**missed**"}; admitted p99 ${fmt.share(a.p99VsUnloaded)}× the unloaded p99 (target ≤ 2×) ${a.p99VsUnloaded <= 2 ? "met" : "**missed**"}.`,
-    );
+    const s = find(rt, "/burn", "lib"), a = find(rt, "/burn-async", "lib"), io = find(rt, "/io", "lib"), capA = find(rt, "/burn-async", "cap");
+    if (s) {
+      verdicts.push(`- ${rt}, sync 2 ms: goodput ${fmt.share(s.goodputShare)} (target ≥ 0.90) ${verdict(s.goodputShare >= 0.9)}; admitted p99 ${fmt.ms(s.p99Us)} ms (target ≤ 50 ms) ${verdict(s.p99Us <= 50_000)}.`);
+    }
+    if (a) {
+      verdicts.push(
+        `- ${rt}, async 2 ms: goodput ${fmt.share(a.goodputShare)} (target ≥ 0.95) ${verdict(a.goodputShare >= 0.95)}, against the 15-line cap's ${fmt.share(capA.goodputShare)} (target ≥) ${verdict(a.goodputShare >= capA.goodputShare)}; ` +
+          `admitted p99 ${fmt.ms(a.p99Us)} ms (target ≤ 50 ms) ${verdict(a.p99Us <= 50_000)}.`,
+      );
+    }
+    if (io) {
+      verdicts.push(`- ${rt}, I/O-bound (await 20 ms + 0.2 ms CPU): goodput ${fmt.share(io.goodputShare)} (target ≥ 0.95) ${verdict(io.goodputShare >= 0.95)}; admitted p99 ${fmt.share(io.p99VsUnloaded)}× the unloaded p99 (target ≤ 2×) ${verdict(io.p99VsUnloaded <= 2)}.`);
+    }
+    const halves = HANDLERS.map(([path, kind]) => [kind, find(rt, path, "half")]).filter(([, c]) => c);
+    if (halves.length) {
+      const refused = halves.map(([kind, c]) => `${kind} ${c.refusedTotal}${c.errors ? ` (+${c.errors} other/errors)` : ""}`).join(", ");
+      verdicts.push(`- ${rt}, half of capacity: refusals over all runs: ${refused} (target 0) ${verdict(halves.every(([, c]) => c.refusedTotal === 0 && c.errors === 0))}.`);
+    }
   }
   const md = [
     `# Part 2 — overload`,
     "",
-    `Each request burns 2 ms of CPU: \`/burn\` synchronously, \`/burn-async\` after one event-loop turn (setImmediate). Capacity on one core is ~450 req/s.`,
-    `Overload: wrk -t1 -c${CONNECTIONS} (closed loop: a refused connection asks again at once, so offered load is far above 4× capacity), ${warmS} s warm-up, 1 s pause, ${seconds} s measured.`,
+    `Handlers: \`/burn\` burns 2 ms of CPU synchronously, \`/burn-async\` after one event-loop turn (setImmediate), \`/io\` awaits a 20 ms timer (an upstream) then burns 0.2 ms. Capacity on one core is ~450 req/s for the first two.`,
+    `Overload: wrk -t1 -c${CONNECTIONS} (closed loop: a refused connection asks again at once, so offered load is far above 4× capacity for the CPU handlers), ${warmS} s warm-up, 1 s pause, ${seconds} s measured.`,
+    `Half of capacity: serve-hygiene with the same defaults, wrk paced (latency.lua's schedule) at half the unprotected server's 2xx/s of the same round, ${PACED_CONNECTIONS} connections; its "goodput share" is 2xx/s ÷ the offered rate.`,
     `Unloaded: the unprotected server with 1 connection, ${unloadedS} s. Latency is timed per 2xx response by wrk (bench/http/latency.lua: each request carries its send time, the server echoes it), so p50/p99/max cover admitted requests only.`,
-    `Goodput share = 2xx/s ÷ the unprotected server's 2xx/s on the same runtime and handler, same run. Median of ${runs} run(s). Server pinned to core 1, wrk to core 0.`,
+    `Goodput share = 2xx/s ÷ the unprotected server's 2xx/s on the same runtime and handler, taken in each round, median over ${runs} round(s); p99 ÷ unloaded likewise. Server pinned to core 1, wrk to core 0.`,
+    `serve-hygiene runs with its defaults and no tuning: the adaptive concurrency limit, the admission queue (shedWaitMs 500, adaptive LIFO), the load monitor's defaults.`,
     "",
-    envBlock(env),
+    envBlock(env, `Library: ${env.current}.`),
     "",
-    "Targets (serve-hygiene rows):",
+    "Targets (issue 14, serve-hygiene rows):",
     "",
     ...verdicts,
     "",
@@ -105,32 +146,33 @@ export async function overload({ runs, runtimes, quick, gen, env, limit = DEFAUL
       md.push(`## ${rt} — ${kind} (\`${path}\`)`, "");
       md.push(
         table(
-          ["server", "2xx/s", "goodput share", "503 share", "2xx p50 ms", "2xx p99 ms", "2xx max ms", "p99 ÷ unloaded"],
+          ["server", "2xx/s", "goodput share", "503 share", "2xx p50 ms", "2xx p99 ms", "2xx max ms", "p99 ÷ unloaded", "server CPU"],
           cases.filter((c) => c.rt === rt && c.path === path).map((c) => [
             c.label + (c.errors ? ` (${c.errors} errors/other statuses)` : ""),
             fmt.int(c.goodput), c.id === "unloaded" ? "—" : fmt.share(c.goodputShare), fmt.pct(c.share503),
-            fmt.ms(c.p50Us), fmt.ms(c.p99Us), fmt.ms(c.maxUs), fmt.share(c.p99VsUnloaded),
+            fmt.ms(c.p50Us), fmt.ms(c.p99Us), fmt.ms(c.maxUs), fmt.share(c.p99VsUnloaded), fmt.pct(c.cpuShare),
           ]),
         ),
         "",
       );
     }
   }
-  const color = { none: "#9aa5b1", lib: "#1f5fa8", up: "#f7a35c" };
+  const color = { none: "#9aa5b1", cap: "#7cb5ec", lib: "#1f5fa8", gate: "#8085e9", up: "#f7a35c", half: "#90ed7d" };
   const loaded = cases.filter((c) => c.id !== "unloaded");
-  const maxP99 = Math.max(...loaded.map((c) => c.p99Us / 1000));
+  const maxP99 = Math.max(...loaded.map((c) => c.p99Us / 1000).filter(Number.isFinite));
+  const top = Math.log10(Math.max(1000, maxP99) * 1.5) + 1;
   const svg = barChart({
-    title: "Overload: 2 ms of CPU per request, 256 connections (≫ 4× capacity)",
-    subtitle: `goodput relative to the unprotected server, and p99 latency of admitted (2xx) requests; median of ${runs} run(s)`,
+    title: "Overload: 256 connections, closed loop — 2 ms of CPU (sync, async) and an I/O-bound handler",
+    subtitle: `goodput relative to the unprotected server, and p99 latency of admitted (2xx) requests; serve-hygiene with its defaults; median of ${runs} round(s)`,
     panels: [
-      { title: "goodput ÷ unprotected (higher is better)", max: 1.2, ticks: [0, 0.25, 0.5, 0.75, 1], mark: 0.8, markLabel: "0.8 sync / 0.95 async targets", value: (c) => c.goodputShare, label: (c) => fmt.share(c.goodputShare) },
+      { title: "goodput ÷ unprotected (higher is better)", max: 1.2, ticks: [0, 0.25, 0.5, 0.75, 1], mark: 0.95, markLabel: "0.95 (async, I/O targets; sync 0.90)", value: (c) => c.goodputShare, label: (c) => fmt.share(c.goodputShare) },
       {
         title: "2xx p99, ms (log scale; lower is better)",
-        max: Math.log10(Math.max(1000, maxP99) * 1.5) + 1,
-        ticks: [0, 1, 2, 3, 4].filter((t) => t <= Math.log10(Math.max(1000, maxP99) * 1.5) + 1),
+        max: top,
+        ticks: [0, 1, 2, 3, 4].filter((t) => t <= top),
         tickLabel: (t) => `${10 ** (t - 1)}`,
         mark: Math.log10(50) + 1,
-        markLabel: "50 ms (sync target)",
+        markLabel: "50 ms (sync, async targets)",
         value: (c) => Math.log10(Math.max(0.1, c.p99Us / 1000)) + 1,
         label: (c) => `${fmt.ms(c.p99Us)} ms`,
       },
@@ -139,57 +181,58 @@ export async function overload({ runs, runtimes, quick, gen, env, limit = DEFAUL
       title: `${rt} — ${kind} (${path})`,
       rows: loaded.filter((c) => c.rt === rt && c.path === path).map((c) => ({ ...c, name: c.label.replace(/ \(.*\)$/, ""), color: color[c.id] })),
     }))),
-    labelWidth: 250,
+    labelWidth: 300,
   });
-  const summary = cases.filter((c) => c.id !== "unloaded").map((c) => `${c.rt} ${c.kind} ${c.id}: goodput ${fmt.share(c.goodputShare)}, 503 ${fmt.pct(c.share503)}, 2xx p99 ${fmt.ms(c.p99Us)} ms (${fmt.share(c.p99VsUnloaded)}× unloaded), max ${fmt.ms(c.maxUs)} ms`).join("\n");
-  return { files: { "overload.md": md.join("\n"), "overload.svg": svg, "overload.json": JSON.stringify({ env, limit, cases }, null, 1) }, summary };
+  const summary = verdicts.join("\n");
+  return { files: { "overload.md": md.join("\n"), "overload.svg": svg, "overload.json": JSON.stringify({ env, limit: limit ?? "adaptive", cases }, null, 1) }, summary };
 }
 
 /**
- * `--sweep=1,2,4,…`: the async handler behind serve-hygiene at each concurrency limit, next to
- * the unprotected server — how goodput and admitted latency trade against each other.
+ * `--wait-sweep=50,100,…`: serve-hygiene's defaults with the queue's drop threshold
+ * (shedWaitMs) at each value, on the async handler, next to the unprotected server:
+ * the trade-off between refusals (goodput) and how long an admitted request may have waited.
  */
-async function limitSweep({ runs, runtimes, quick, gen, env, limits }) {
+async function waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds }) {
   const seconds = quick ? 3 : 4;
   const cases = [];
+  const paths = [["/burn-async", "async"]];
   for (const rt of runtimes) {
-    cases.push({ rt, id: "unloaded", label: "no protection, 1 connection", args: ["none"], connections: 1, runs: [] });
-    cases.push({ rt, id: "none", label: "no protection", args: ["none"], connections: CONNECTIONS, runs: [] });
-    for (const l of limits) cases.push({ rt, id: `lib${l}`, label: `serve-hygiene, concurrencyLimit ${l}`, args: ["lib", String(l)], connections: CONNECTIONS, runs: [] });
+    for (const [path, kind] of paths) {
+      const add = (id, label, args, connections, env) => cases.push({ rt, path, kind, id, label, file: rt, args, connections, env, runs: [] });
+      add("unloaded", "no protection, 1 connection", ["none"], 1);
+      add("none", "no protection", ["none"], CONNECTIONS);
+      for (const t of thresholds) add(`wait${t}`, `serve-hygiene defaults, shedWaitMs ${t}`, ["lib", "-"], CONNECTIONS, { BENCH_SHED_WAIT_MS: String(t) });
+    }
   }
   for (let run = 1; run <= runs; run++) {
     for (const c of cases) {
-      const server = await startServer(c.rt, c.rt, c.args);
-      try {
-        await load(gen, { port: server.port, path: "/burn-async", connections: c.connections, seconds: 1, timeoutS: 30 });
-        await sleep(1000);
-        const { result: r } = await undisturbed(seconds, async () => {
-          const r = await load(gen, { port: server.port, path: "/burn-async", connections: c.connections, seconds, timeoutS: 30, latency2xx: true });
-          await sleep(1000);
-          return r;
-        }, `${c.rt} ${c.id}`);
-        const m = { goodput: r.ok / r.seconds, share503: r.refused / Math.max(1, r.requests), p99Us: histPercentile(r.okHistUs, 99), rps: r.requests / r.seconds };
-        c.runs.push(m);
-        console.log(`  run ${run} ${c.rt.padEnd(4)} ${c.label.padEnd(36)} 2xx ${fmt.int(m.goodput).padStart(5)}/s  503 ${fmt.pct(m.share503)}  2xx p99 ${fmt.ms(m.p99Us)} ms  (all ${fmt.int(m.rps)}/s)`);
-      } finally {
-        await stopServer(server);
-      }
+      const m = await measure(gen, c, { warmS: 1, seconds, unloadedS: quick ? 2 : 3, env: c.env });
+      c.runs.push(m);
+      logRun(run, c, m);
     }
   }
-  for (const c of cases) for (const k of ["goodput", "share503", "p99Us", "rps"]) c[k] = median(c.runs.map((m) => m[k]));
+  const find = (rt, path, id) => cases.find((c) => c.rt === rt && c.path === path && c.id === id);
+  for (const c of cases) {
+    for (const k of ["goodput", "share503", "p99Us", "maxUs", "rps", "cpuShare"]) c[k] = median(c.runs.map((m) => m[k]));
+    const none = find(c.rt, c.path, "none"), unloaded = find(c.rt, c.path, "unloaded");
+    c.goodputShare = median(c.runs.map((m, i) => m.goodput / none.runs[i].goodput));
+    c.p99VsUnloaded = median(c.runs.map((m, i) => m.p99Us / unloaded.runs[i].p99Us));
+  }
   const md = [
-    `# Part 2 — the async handler at several concurrency limits`,
+    `# Part 2 — the admission queue's drop threshold (shedWaitMs) against goodput and admitted p99`,
     "",
-    `\`/burn-async\` (one event-loop turn, then 2 ms of CPU), wrk -t1 -c${CONNECTIONS}, ${seconds} s measured after a 1 s warm-up and a 1 s pause, median of ${runs} run(s).`,
+    `serve-hygiene's defaults except \`shedWaitMs\` (the bound on a request's time in the queue; the default is 500 ms), wrk -t1 -c${CONNECTIONS} closed loop, ${seconds} s measured after a 1 s warm-up and a 1 s pause; ratios taken in each round, median of ${runs} round(s).`,
+    `In a closed loop every refusal comes straight back: a shorter threshold refuses more (the standing queue ÷ the threshold per second), each refusal costs CPU, and what it buys is a shorter wait for the requests that are admitted late.`,
     "",
-    envBlock(env),
+    envBlock(env, `Library: ${env.current}.`),
     "",
   ];
   for (const rt of runtimes) {
-    const base = cases.find((c) => c.rt === rt && c.id === "none");
-    const unloaded = cases.find((c) => c.rt === rt && c.id === "unloaded");
-    md.push(`## ${rt}`, "", table(["server", "2xx/s", "goodput share", "503 share", "2xx p99 ms", "p99 ÷ unloaded", "all responses/s"],
-      cases.filter((c) => c.rt === rt).map((c) => [c.label, fmt.int(c.goodput), c.id === "unloaded" ? "—" : fmt.share(c.goodput / base.goodput), fmt.pct(c.share503), fmt.ms(c.p99Us), fmt.share(c.p99Us / unloaded.p99Us), fmt.int(c.rps)])), "");
+    for (const [path, kind] of paths) {
+      md.push(`## ${rt} — ${kind} (\`${path}\`)`, "", table(["server", "2xx/s", "goodput share", "503 share", "2xx p99 ms", "p99 ÷ unloaded", "2xx max ms", "server CPU"],
+        cases.filter((c) => c.rt === rt && c.path === path).map((c) => [c.label, fmt.int(c.goodput), c.id === "unloaded" ? "—" : fmt.share(c.goodputShare), fmt.pct(c.share503), fmt.ms(c.p99Us), fmt.share(c.p99VsUnloaded), fmt.ms(c.maxUs), fmt.pct(c.cpuShare)])), "");
+    }
   }
-  return { files: { "overload-sweep.md": md.join("\n"), "overload-sweep.json": JSON.stringify({ env, cases }, null, 1) }, summary: "" };
+  const summary = cases.filter((c) => c.id.startsWith("wait")).map((c) => `${c.rt} ${c.kind} ${c.id}: goodput ${fmt.share(c.goodputShare)}, 503 ${fmt.pct(c.share503)}, p99 ${fmt.ms(c.p99Us)} ms`).join("\n");
+  return { files: { "overload-wait.md": md.join("\n"), "overload-wait.json": JSON.stringify({ env, thresholds, cases }, null, 1) }, summary };
 }

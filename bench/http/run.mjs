@@ -2,8 +2,11 @@
 // The benchmark suite over real HTTP (and the in-process figures that sit beside it).
 //   node bench/http/run.mjs [hot] [overload] [limiters] [drain] [size] [refusal] [--runs=3] [--runtimes=node,deno,bun] [--quick]
 //                           [--baseline <git-ref>]
-//   overload also takes --limit=N (serve-hygiene's concurrency limit) and --sweep=1,2,4,… (a limit sweep,
-//   written to overload-sweep.md instead)
+//   overload also takes --limit=N (a fixed concurrency limit instead of the adaptive default) and
+//   --wait-sweep=50,100,… (the admission queue's drop threshold, written to overload-wait.md instead)
+//   step: overload → half of capacity, the limit and the share over time (overload-step.{md,svg})
+//   --busy: do not wait for a quiet machine (a shared box never is); figures still go to results,
+//   each run's disturbance is printed, and the report says the machine was busy
 //   --baseline <ref> (hot, refusal): the library as it was at <ref> (git archive into a temporary
 //   directory, removed at the end) runs the serve-hygiene subjects next to this checkout's, in the
 //   same rounds: before and after side by side in one run.
@@ -17,12 +20,13 @@ import { join } from "node:path";
 import { baselineTree, busyOthers, compileForNode, describeCurrent, detectLoadGenerator, endChildren, environment, quiet, root } from "./_lib.mjs";
 import { hotPath } from "./part_hot.mjs";
 import { overload } from "./part_overload.mjs";
+import { step } from "./part_step.mjs";
 import { drain } from "./part_drain.mjs";
 import { limiters } from "./part_limiters.mjs";
 import { size } from "./part_size.mjs";
 import { refusal } from "./part_refusal.mjs";
 
-const PARTS = { hot: hotPath, overload, limiters, drain, size, refusal };
+const PARTS = { hot: hotPath, overload, step, limiters, drain, size, refusal };
 const argv = process.argv.slice(2);
 // `--name=value`, or `--name value` for the options that take one.
 const TAKES_VALUE = new Set(["baseline"]);
@@ -33,7 +37,7 @@ const flag = (name, fallback) => {
   return argv.find((a) => a.startsWith(`--${name}=`))?.split("=").slice(1).join("=") ?? fallback;
 };
 const quick = argv.includes("--quick");
-if (quick) quiet.wait = false; // a harness check: figures from --quick are not results
+if (quick || argv.includes("--busy")) quiet.wait = false; // --quick: a harness check, figures are not results
 const named = argv.filter((a, i) => !a.startsWith("--") && !valueAt.has(i));
 for (const n of named) if (!(n in PARTS)) throw new Error(`unknown part "${n}": choose from ${Object.keys(PARTS).join(", ")}`);
 const parts = named.length ? named : Object.keys(PARTS);
@@ -42,14 +46,14 @@ const opts = {
   runtimes: flag("runtimes", "node,deno,bun").split(","),
   quick,
   ...(flag("limit") === undefined ? {} : { limit: Number(flag("limit")) }),
-  ...(flag("sweep") === undefined ? {} : { sweep: flag("sweep").split(",").map(Number) }),
+  ...(flag("wait-sweep") === undefined ? {} : { waitSweep: flag("wait-sweep").split(",").map(Number) }),
 };
 if (opts.runs < 1) throw new Error("--runs must be at least 1");
 
 // --quick figures are not results: they go to a temporary directory, never over bench/results.
 const results = quick ? join(tmpdir(), "serve-hygiene-bench-quick") : join(root, "bench", "results");
 mkdirSync(results, { recursive: true });
-const needsHttp = parts.some((p) => ["hot", "overload", "drain", "refusal"].includes(p));
+const needsHttp = parts.some((p) => ["hot", "overload", "step", "drain", "refusal"].includes(p));
 const gen = needsHttp ? detectLoadGenerator() : undefined;
 if (parts.some((p) => p !== "size")) compileForNode();
 const env = { ...environment(gen), current: describeCurrent() };

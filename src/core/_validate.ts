@@ -11,7 +11,7 @@ export function _show(value: unknown): string {
   return String(value);
 }
 
-function _fail(what: string, field: string, rule: string, value: unknown): never {
+export function _fail(what: string, field: string, rule: string, value: unknown): never {
   throw new RangeError(`Cannot ${what} as "${field}" must be ${rule}: current value is ${_show(value)}`);
 }
 

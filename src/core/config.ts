@@ -1,4 +1,5 @@
-import { _durationMs, _options, _positiveIntOrInfinity } from "./_validate.ts";
+import { _durationMs, _object, _options, _positiveIntOrInfinity } from "./_validate.ts";
+import { type AdaptiveLimitOptions, createAdaptiveLimit } from "./overload/adaptive_limit.ts";
 import { _bodyLimitCeiling, _resolveRouteBodyLimits, type RouteBodyLimit } from "./request/body_caps.ts";
 
 /** The service-wide knobs. Every field is optional; {@linkcode resolveConfig} fills defaults. */
@@ -10,11 +11,13 @@ export interface ServeHygieneConfig {
    */
   maxConnections?: number;
   /**
-   * Requests whose handlers may run at once; the next one is refused with 503, never queued.
-   * `Infinity` means uncapped.
-   * @default 1024
+   * Requests whose handlers may run at once. Left out (or given as the adaptive limiter's
+   * options, `{ minLimit, maxLimit, … }`), the limit is found from handler latency
+   * (`createAdaptiveLimit`); a number fixes it; `Infinity` means uncapped. Past the limit a
+   * request waits in the bounded admission queue (`shedWaitMs`), then gets 503.
+   * @default adaptive
    */
-  concurrencyLimit?: number;
+  concurrencyLimit?: number | AdaptiveLimitOptions;
   /**
    * Deadline of one request in milliseconds, answered 408. `Infinity` disables it. Must be
    * strictly below `drainTimeoutMs`, so a request admitted just before a stop signal reaches
@@ -46,7 +49,8 @@ export interface ServeHygieneConfig {
 /** A validated {@linkcode ServeHygieneConfig} with every default applied. */
 export interface ResolvedConfig {
   readonly maxConnections: number;
-  readonly concurrencyLimit: number;
+  /** A fixed limit, or the adaptive limiter's options (`{}`: its defaults). */
+  readonly concurrencyLimit: number | Readonly<AdaptiveLimitOptions>;
   readonly requestTimeoutMs: number;
   readonly bodyLimitBytes: number | undefined;
   readonly drainTimeoutMs: number;
@@ -58,7 +62,7 @@ export interface ResolvedConfig {
 /** The defaults of DESIGN.md. */
 export const DEFAULT_CONFIG: ResolvedConfig = Object.freeze({
   maxConnections: 4096,
-  concurrencyLimit: 1024,
+  concurrencyLimit: Object.freeze({}),
   requestTimeoutMs: 20_000,
   bodyLimitBytes: undefined,
   drainTimeoutMs: 25_000,
@@ -67,6 +71,23 @@ export const DEFAULT_CONFIG: ResolvedConfig = Object.freeze({
 });
 
 const WHAT = "resolve config";
+
+// A number (fixed, or Infinity), or the adaptive limiter's options, checked by building one once.
+const _concurrencyLimit = (value: unknown): number | Readonly<AdaptiveLimitOptions> => {
+  if (value === undefined) return DEFAULT_CONFIG.concurrencyLimit;
+  if (typeof value === "object" && value !== null) {
+    const options = _object(WHAT, "concurrencyLimit", value as AdaptiveLimitOptions);
+    try {
+      createAdaptiveLimit(options);
+    } catch (error) {
+      // Named after the config field, with the adaptive limiter's own reason.
+      if (error instanceof RangeError) throw new RangeError(`Cannot ${WHAT} as "concurrencyLimit" is not a valid adaptive limit: ${error.message}`);
+      throw error;
+    }
+    return Object.freeze({ ...options });
+  }
+  return _positiveIntOrInfinity(WHAT, "concurrencyLimit", value);
+};
 
 /**
  * Applies defaults and validates. Counts and durations are positive integers or `Infinity`;
@@ -84,7 +105,7 @@ const WHAT = "resolve config";
  */
 export function resolveConfig(config?: ServeHygieneConfig): ResolvedConfig {
   const c = _options(WHAT, config);
-  const field = <K extends Exclude<keyof ResolvedConfig, "routeBodyLimits" | "bodyLimitCeiling">>(name: K): number | undefined => {
+  const field = <K extends Exclude<keyof ResolvedConfig, "routeBodyLimits" | "bodyLimitCeiling" | "concurrencyLimit">>(name: K): number | undefined => {
     const value = c[name];
     if (value === undefined) return DEFAULT_CONFIG[name];
     return name.endsWith("Ms") ? _durationMs(WHAT, name, value, { infinity: true }) : _positiveIntOrInfinity(WHAT, name, value);
@@ -93,7 +114,7 @@ export function resolveConfig(config?: ServeHygieneConfig): ResolvedConfig {
   const routeBodyLimits = _resolveRouteBodyLimits(WHAT, c.routeBodyLimits);
   const resolved: ResolvedConfig = {
     maxConnections: field("maxConnections")!,
-    concurrencyLimit: field("concurrencyLimit")!,
+    concurrencyLimit: _concurrencyLimit(c.concurrencyLimit),
     requestTimeoutMs: field("requestTimeoutMs")!,
     bodyLimitBytes,
     drainTimeoutMs: field("drainTimeoutMs")!,

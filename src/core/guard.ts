@@ -3,7 +3,8 @@ import { _unreadCloses, _withClose, closesOnUnreadBody } from "./request/body_ca
 import { createCleanupRegistry } from "./request/cleanup_registry.ts";
 import { dropConnectionAfter } from "./request/connection_drop.ts";
 import { systemClock } from "./clock.ts";
-import { createConcurrencyLimit } from "./overload/concurrency_limit.ts";
+import { createConcurrencyLimit, DEFAULT_SHED_WAIT_MS } from "./overload/concurrency_limit.ts";
+import { createAdaptiveLimit } from "./overload/adaptive_limit.ts";
 import { resolveConfig } from "./config.ts";
 import { createDeadlineWheel } from "./request/deadline_wheel.ts";
 import type { DenyEvent, DenyLayer, EventSink } from "./events.ts";
@@ -70,8 +71,10 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const reporting = o.onEvent !== undefined || o.onDeny !== undefined;
   const onError = o.onError ?? ((error: unknown) => log({ level: "error", msg: "handler failed", error }));
   const concurrency = createConcurrencyLimit({
-    limit: config.concurrencyLimit,
-    shedWaitMs: _durationMs(what, "shedWaitMs", _given(o.shedWaitMs, 0), { zero: true }),
+    limit: typeof config.concurrencyLimit === "number" ? config.concurrencyLimit : createAdaptiveLimit(config.concurrencyLimit),
+    shedWaitMs: _durationMs(what, "shedWaitMs", _given(o.shedWaitMs, DEFAULT_SHED_WAIT_MS), { zero: true }),
+    maxWaiting: o.maxWaiting,
+    lifoAfterMs: o.lifoAfterMs,
     clock,
   });
   const memory = o.memory === undefined
@@ -163,9 +166,9 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const overCap = (a: _Admission) => refuse("body", closesOnUnreadBody(a.declared) ? OVER_CAP_CLOSE : OVER_CAP);
 
   // What the request holds is released when the handler settles — not when a 408 went out.
-  const settle = (a: _Admission) => {
+  const settle = (a: _Admission, completed = false) => {
     if (a.straggling) stragglers--;
-    a.finish();
+    a.finish(completed);
     live.delete(a);
     longLived.settled(a);
   };
@@ -183,7 +186,8 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       }
       Promise.resolve(result).then(
         (res) => {
-          settle(a);
+          // Only a normal answer is a latency sample for the adaptive limit (not a 5xx, a 408, an abort).
+          settle(a, res instanceof Response && res.status < 500);
           if (a.overflowed) {
             if (res instanceof Response) res.body?.cancel().catch(() => {});
             a.answer(overCap(a));

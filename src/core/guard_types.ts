@@ -15,8 +15,16 @@ import type { GuardedInfo, ServeInfo } from "./request/request_context.ts";
 export type { ServeInfo };
 /** Options of {@linkcode createGuard}: the service config plus the gates' own settings. */
 export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
-  /** Gate 7: how long a request may wait for a permit (LIFO) before 503. @default 0 */
+  /**
+   * Gate 7: how long a request may wait in the admission queue for a permit before 503
+   * (reason "queue-timeout"): the bound on its sojourn. 0: no queue, refused at once ("shed").
+   * @default 500
+   */
   shedWaitMs?: number;
+  /** Gate 7: the most requests that may wait; past it 503 at once ("queue-full"). @default 1024 */
+  maxWaiting?: number;
+  /** Gate 7: a queue not empty for this long serves newest first (adaptive LIFO). @default 100 */
+  lifoAfterMs?: number;
   /**
    * Gate 2: shed while memory in use is above `ceilingBytes` (RSS, capped at the Host's live
    * memory plus the start-up footprint; see `createMemoryCeiling`). Off unless set, and off

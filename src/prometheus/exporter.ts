@@ -16,7 +16,10 @@ export interface PrometheusExporterOptions {
 }
 
 /** What the exporter reads from a guard at scrape time; a {@linkcode Guard} fits. */
-export type ObservedGuard = Pick<Guard, "inFlight" | "stragglers" | "memory" | "load">;
+export type ObservedGuard = Pick<Guard, "inFlight" | "stragglers" | "memory" | "load"> & {
+  /** The concurrency limit (gate 7): its current limit and its waiters. Optional for older callers. */
+  readonly concurrency?: { readonly limit: number; readonly waiting: number };
+};
 
 /** A Prometheus binding over the core's events and live state. */
 export interface PrometheusExporter {
@@ -111,6 +114,9 @@ export function createPrometheusExporter(options?: PrometheusExporterOptions): P
 
   live("requests_in_flight", "Handlers running now (permits held), stragglers included.", () => guard?.inFlight);
   live("stragglers", "Requests answered 408 whose handlers have not settled yet.", () => guard?.stragglers);
+  // The adaptive limit moves with handler latency; +Inf when uncapped.
+  live("concurrency_limit", "The concurrency limit now (adaptive by default): handlers allowed to run at once.", () => guard?.concurrency?.limit);
+  live("queue_waiting", "Requests waiting in the admission queue for a permit.", () => guard?.concurrency?.waiting);
   perLimiter("limiter_keys", "Keys held in a rate limiter's table.", (size) => size.value);
   perLimiter("limiter_keys_capacity", "The most keys a rate limiter's table holds (0: disabled).", (size) => size.capacity);
   live("resident_memory_bytes", "Resident set size at the memory ceiling's last read.", () => _known(guard?.memory?.lastRss));

@@ -71,7 +71,7 @@ describe(`adapter serve (${runtime})`, () => {
   test(`adapter serve: the guard's limits hold over HTTP (${runtime})`, async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const handle = await serveHere(async () => (await gate, new Response("done")), { concurrencyLimit: 2 });
+    const handle = await serveHere(async () => (await gate, new Response("done")), { concurrencyLimit: 2, shedWaitMs: 0 });
     try {
       const url = `http://127.0.0.1:${handle.address.port}/`;
       const slow = [fetch(url), fetch(url)];

@@ -5,12 +5,12 @@ import { DEFAULT_CONFIG, resolveConfig } from "../../src/core/config.ts";
 const FIELDS = ["maxConnections", "concurrencyLimit", "requestTimeoutMs", "bodyLimitBytes", "drainTimeoutMs"] as const;
 
 describe("config", () => {
-  test("config: defaults are 20 s request timeout, 25 s drain, no service-wide body cap", () => {
+  test("config: defaults are 20 s request timeout, 25 s drain, no service-wide body cap, an adaptive concurrency limit", () => {
     const c = resolveConfig();
     assert.equal(c.requestTimeoutMs, 20_000);
     assert.equal(c.drainTimeoutMs, 25_000);
     assert.equal(c.bodyLimitBytes, undefined);
-    assert.equal(c.concurrencyLimit, 1024);
+    assert.deepEqual(c.concurrencyLimit, {}, "adaptive, with the adaptive limiter's defaults");
     assert.equal(c.maxConnections, 4096);
     assert.deepEqual(resolveConfig({}), c);
     assert.deepEqual(c, DEFAULT_CONFIG);
@@ -21,6 +21,13 @@ describe("config", () => {
     assert.equal(c.concurrencyLimit, 8);
     assert.equal(c.bodyLimitBytes, 1024);
     assert.ok(Object.isFrozen(c));
+  });
+
+  test("config: the concurrency limit may be the adaptive limiter's options, validated up front", () => {
+    const c = resolveConfig({ concurrencyLimit: { minLimit: 4, maxLimit: 64 } });
+    assert.deepEqual(c.concurrencyLimit, { minLimit: 4, maxLimit: 64 });
+    assert.ok(Object.isFrozen(c.concurrencyLimit));
+    assert.throws(() => resolveConfig({ concurrencyLimit: { maxLimit: 0 } }), /"maxLimit" must be a positive integer: current value is 0/);
   });
 
   test("config: Infinity means uncapped and never throws", () => {

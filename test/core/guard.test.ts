@@ -34,8 +34,8 @@ function setup(options: GuardOptions = {}) {
 }
 
 describe("guard: concurrency", () => {
-  test("guard: N+k simultaneous requests → k immediate 503s with Retry-After, the N complete", async () => {
-    const { guard, denials } = setup({ concurrencyLimit: 3 });
+  test("guard: with no queue (shedWaitMs 0), N+k simultaneous requests → k immediate 503s with Retry-After, the N complete", async () => {
+    const { guard, denials } = setup({ concurrencyLimit: 3, shedWaitMs: 0 });
     const gate = deferred();
     const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
     const all = Array.from({ length: 5 }, () => fetch(GET()));
@@ -54,7 +54,7 @@ describe("guard: concurrency", () => {
   });
 
   test("guard: a permit is held until the handler's promise settles, not when a Response exists", async () => {
-    const { guard } = setup({ concurrencyLimit: 1 });
+    const { guard } = setup({ concurrencyLimit: 1, shedWaitMs: 0 });
     const gate = deferred();
     const response = new Response("early");
     const fetch = guard.wrap(() => gate.promise.then(() => response));
@@ -68,7 +68,7 @@ describe("guard: concurrency", () => {
   });
 
   test("guard: a sync throw and a rejection each answer a generic 500, go to onError, and free the permit", async () => {
-    const { guard, errors } = setup({ concurrencyLimit: 1 });
+    const { guard, errors } = setup({ concurrencyLimit: 1, shedWaitMs: 0 });
     const boom = new Error("secret detail");
     for (const handler of [() => { throw boom; }, () => Promise.reject(boom)]) {
       const res = await guard.wrap(handler)(GET());
@@ -585,6 +585,7 @@ describe("guard: events", () => {
   test("guard: a throwing sink or deny hook never turns an answer into a crash", async () => {
     const guard = createGuard({
       concurrencyLimit: 1,
+      shedWaitMs: 0,
       clock: createManualClock(),
       onDeny: () => { throw new Error("broken hook"); },
       onEvent: () => { throw new Error("broken sink"); },
@@ -630,7 +631,7 @@ describe("guard: abandoned requests", () => {
   });
 
   test("guard: a forced drain (work.abortAll) fires every in-flight signal and cleanup; the drain then sees idle", async () => {
-    const { guard } = setup({ requestTimeoutMs: Infinity });
+    const { guard } = setup({ requestTimeoutMs: Infinity, concurrencyLimit: 64 });
     const ran: unknown[] = [];
     const fetch = guard.wrap((_r, { context }) => {
       context.onAbandon((reason) => void ran.push(reason));
@@ -694,7 +695,7 @@ describe("guard: shutdown and forced drain", () => {
 
   test("guard: context.shutdownSignal fires at the stop for running handlers and for bodies still streaming after their handler returned, through one listener on the shared signal", async () => {
     const stop = countedStop();
-    const { guard } = setup({ requestTimeoutMs: Infinity, stopping: stop.controller });
+    const { guard } = setup({ requestTimeoutMs: Infinity, stopping: stop.controller, concurrencyLimit: 64 });
     const gate = deferred();
     const signals: AbortSignal[] = [];
     const fetch = guard.wrap(async (request, { context }) => {
@@ -914,7 +915,7 @@ describe("guard: keyed gates", () => {
   });
 
   test("guard: a slot reserved by gate 5 is returned when gate 6 refuses", async () => {
-    const guard = createGuard({ clock: createManualClock(), concurrencyLimit: 1, inFlightPerKey: { perKey: 4 } });
+    const guard = createGuard({ clock: createManualClock(), concurrencyLimit: 1, shedWaitMs: 0, inFlightPerKey: { perKey: 4 } });
     const gate = deferred();
     const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
     const first = fetch(...from("10.0.0.1"));
@@ -998,7 +999,7 @@ describe("guard: the request path as one list", () => {
   });
 
   test("framing: a malformed Content-Length with the concurrency limit full is refused 400, taking no permit and no slot", async () => {
-    const { guard, denials } = setup({ concurrencyLimit: 1, inFlightPerKey: { perKey: 4 } });
+    const { guard, denials } = setup({ concurrencyLimit: 1, shedWaitMs: 0, inFlightPerKey: { perKey: 4 } });
     const gate = deferred();
     const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
     const peer = { peer: { address: "10.0.0.1" } };
@@ -1037,7 +1038,7 @@ describe("guard: the request path as one list", () => {
   });
 
   test("request path: a POST the concurrency limit refuses is refused from its head: its body is never read when the adapter says the head declares one", async () => {
-    const { guard, denials } = setup({ concurrencyLimit: 1, bodyLimitBytes: 100 });
+    const { guard, denials } = setup({ concurrencyLimit: 1, shedWaitMs: 0, bodyLimitBytes: 100 });
     const gate = deferred();
     const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
     const first = fetch(GET());
@@ -1083,7 +1084,7 @@ describe("guard: the request path as one list", () => {
   });
 
   test("request context: the handler gets a view with exactly the public fields; writing an internal name on it changes nothing in the guard", async () => {
-    const { guard, clock, denials } = setup({ concurrencyLimit: 4, requestTimeoutMs: 1_000, bodyLimitBytes: 10 });
+    const { guard, clock, denials } = setup({ concurrencyLimit: 4, shedWaitMs: 0, requestTimeoutMs: 1_000, bodyLimitBytes: 10 });
     let info: Record<string, unknown> | undefined;
     const fetch = guard.wrap((_request, i) => {
       info = i as unknown as Record<string, unknown>;

@@ -110,7 +110,7 @@ describe("shed logger: kinds", () => {
 
   test("shed logger: it works as a guard's onEvent sink", async () => {
     const { lines, sink, clock } = setup();
-    const guard = createGuard({ clock, concurrencyLimit: 1, onEvent: sink });
+    const guard = createGuard({ clock, concurrencyLimit: 1, shedWaitMs: 0, onEvent: sink });
     let release!: () => void;
     const held = guard.wrap(() => new Promise<Response>((resolve) => (release = () => resolve(new Response("ok")))));
     const first = held(new Request("http://localhost/"));

@@ -29,7 +29,7 @@ describe(`hono middleware (${runtime})`, () => {
   test("hono: app-level hygiene sheds past the concurrency limit with 503", async () => {
     const gate = deferred();
     const app = new Hono();
-    const mw = hygiene({ concurrencyLimit: 1, clock: createManualClock() });
+    const mw = hygiene({ concurrencyLimit: 1, shedWaitMs: 0, clock: createManualClock() });
     app.use(mw);
     app.get("/", async (c) => (await gate.promise, c.text("ok")));
     const first = app.request("/");

@@ -39,6 +39,8 @@ describe("prometheus exporter: families", () => {
       rate_limit_denials_total: "counter",
       request_duration_seconds: "histogram",
       stragglers: "gauge",
+      concurrency_limit: "gauge",
+      queue_waiting: "gauge",
       limiter_keys: "gauge",
       limiter_keys_capacity: "gauge",
       resident_memory_bytes: "gauge",
@@ -66,7 +68,7 @@ describe("prometheus exporter: families", () => {
 
   test("prometheus exporter: before a guard is observed its gauges report no sample rather than a false 0", async () => {
     const text = parsePromText(await createPrometheusExporter().render());
-    for (const name of ["requests_in_flight", "stragglers", "resident_memory_bytes", "memory_shedding", "event_loop_busy"]) {
+    for (const name of ["requests_in_flight", "stragglers", "concurrency_limit", "queue_waiting", "resident_memory_bytes", "memory_shedding", "event_loop_busy"]) {
       assert.deepEqual(samplesOf(text, `serve_hygiene_${name}`), [], name);
     }
   });
@@ -86,7 +88,7 @@ describe("prometheus exporter: families", () => {
 
 describe("prometheus exporter: events", () => {
   test("prometheus exporter: two concurrency sheds are counted by layer and reason", async () => {
-    const { guard, scrape } = setup({ concurrencyLimit: 1 });
+    const { guard, scrape } = setup({ concurrencyLimit: 1, shedWaitMs: 0 });
     const gate = deferred();
     const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
     const held = fetch(GET());
@@ -266,8 +268,26 @@ describe("prometheus exporter: no client data in labels", () => {
 });
 
 describe("prometheus exporter: live gauges", () => {
+  test("prometheus exporter: the concurrency limit and the admission queue are read at scrape time (the adaptive limit moves)", async () => {
+    const { guard, scrape } = setup({ concurrencyLimit: { windowSamples: 1, windowMs: 1 } });
+    const gate = deferred();
+    const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
+    const text = await scrape();
+    assert.equal(valueOf(text, "serve_hygiene_concurrency_limit"), 1, "the adaptive limit starts at its floor");
+    const pending = [fetch(GET()), fetch(GET()), fetch(GET())];
+    await flushMicrotasks();
+    assert.equal(valueOf(await scrape(), "serve_hygiene_queue_waiting"), 2);
+    gate.resolve();
+    await Promise.all(pending);
+    assert.equal(valueOf(await scrape(), "serve_hygiene_queue_waiting"), 0);
+    const fixed = setup({ concurrencyLimit: 64 });
+    assert.equal(valueOf(await fixed.scrape(), "serve_hygiene_concurrency_limit"), 64);
+    guard.dispose();
+    fixed.guard.dispose();
+  });
+
   test("prometheus exporter: the in-flight gauge reads the guard at scrape time", async () => {
-    const { guard, scrape } = setup({ concurrencyLimit: 8 });
+    const { guard, scrape } = setup({ concurrencyLimit: 8, shedWaitMs: 0 });
     const gate = deferred();
     const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
     assert.equal(valueOf(await scrape(), "serve_hygiene_requests_in_flight"), 0);

@@ -18,6 +18,7 @@ import { validateLifecycle } from "../../src/core/lifecycle/lifecycle_config.ts"
 
 type Rule = (v: unknown) => boolean;
 const num = (v: unknown): v is number => typeof v === "number";
+const ADAPTIVE_FIELDS = ["initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing", "windowMs", "windowSamples"];
 const posIntOrInf: Rule = (v) => num(v) && (v === Infinity || (Number.isSafeInteger(v) && v > 0));
 const posInt: Rule = (v) => num(v) && Number.isSafeInteger(v) && v > 0;
 const nonNegInt: Rule = (v) => num(v) && Number.isSafeInteger(v) && v >= 0;
@@ -59,12 +60,19 @@ interface Knob {
 }
 
 const knobs: Knob[] = [
-  ...(["maxConnections", "concurrencyLimit", "bodyLimitBytes"] as const).map((field): Knob => ({
+  ...(["maxConnections", "bodyLimitBytes"] as const).map((field): Knob => ({
     name: field,
     field,
     valid: posIntOrInf,
     build: (v) => guardWith({ [field]: v }),
   })),
+  // A number, or the adaptive limiter's options (an object: fields it does not know are ignored).
+  {
+    name: "concurrencyLimit",
+    field: "concurrencyLimit",
+    valid: (v) => posIntOrInf(v) || (typeof v === "object" && v !== null && !Array.isArray(v) && !ADAPTIVE_FIELDS.some((k) => k in v)),
+    build: (v) => guardWith({ concurrencyLimit: v as number }),
+  },
   // The default drain window is 25 s and the default request timeout 20 s: one must stay below the other.
   { name: "requestTimeoutMs", field: "requestTimeoutMs", valid: posIntOrInf, fits: (v) => v === Infinity || (v as number) < 25_000, build: (v) => guardWith({ requestTimeoutMs: v as number }) },
   { name: "drainTimeoutMs", field: "drainTimeoutMs", valid: posIntOrInf, fits: (v) => (v as number) > 20_000, build: (v) => guardWith({ drainTimeoutMs: v as number }) },

@@ -12,6 +12,7 @@ export const PUBLIC_SURFACE: Readonly<Record<string, readonly string[]>> = {
     "ServeError",
     "clientKey",
     "consoleLogger",
+    "createAdaptiveLimit",
     "createClientKey",
     "createConcurrencyLimit",
     "createFixedWindowLimiter",

@@ -7,12 +7,16 @@ import { bodyLimit } from "hono/body-limit";
 import { timeout } from "hono/timeout";
 import { rateLimiter } from "hono-rate-limiter";
 import { writeFileSync } from "node:fs";
+import process from "node:process";
 import { createFixedWindowLimiter, type Host, type ServeHandle, type ServeOptions } from "../../../src/mod.ts";
 import { hygiene } from "../../../src/hono/mod.ts";
 
 export const BODY = "hello";
 /** CPU burned per request by /burn and /burn-async. */
 export const BURN_MS = 2;
+/** /io: what it awaits (an upstream), then the CPU it burns. */
+export const IO_WAIT_MS = 20;
+export const IO_BURN_MS = 0.2;
 
 /** Spins for `ms` of wall time on the event loop (the server is pinned to one core). */
 export function burn(ms = BURN_MS): void {
@@ -32,7 +36,8 @@ export const echo = (request: Request): Record<string, string> => {
 
 /**
  * The part-2 and part-4 handlers as one fetch handler: `/burn` burns 2 ms synchronously,
- * `/burn-async` yields one turn then burns, `/slow` waits 10 ms on a timer (drain), and
+ * `/burn-async` yields one turn then burns, `/io` waits 20 ms on a timer (an upstream) then
+ * burns 0.2 ms, `/slow` waits 10 ms on a timer (drain), and
  * anything else answers "hello". `admitted` counts the calls that reached it.
  */
 export const counter = { admitted: 0 };
@@ -43,6 +48,9 @@ export async function workHandler(request: Request): Promise<Response> {
   else if (path === "/burn-async") {
     await turn();
     burn();
+  } else if (path === "/io") {
+    await sleep(IO_WAIT_MS);
+    burn(IO_BURN_MS);
   } else if (path === "/slow") await sleep(10);
   return new Response(path === "/" ? BODY : "ok", { headers: echo(request) });
 }
@@ -82,6 +90,8 @@ export const REFUSAL_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   "retry-after": "1",
 });
 export const refuseFetch = (): Response => new Response(REFUSAL_BODY, { status: 503, headers: REFUSAL_HEADERS });
+/** Part 2: the 15-line cap at the size issue 14 measured it with (32 in flight). */
+export const OVERLOAD_CAP = 32;
 /** Part 1: the cap high above the connection count (never trips). Part 6 holds the one permit of a cap of 1. */
 export const HOT_CAP = 1024;
 
@@ -183,9 +193,34 @@ export function args(argv: readonly string[]): { variant: string; limit: number 
 
 type Serve = (handler: (request: Request) => Response | Promise<Response>, options: ServeOptions) => Promise<ServeHandle>;
 
-/** Part 2: the adapter with its defaults and the given concurrency limit. */
+/**
+ * Part 2: the adapter with its defaults (no limit given: the adaptive one) or the given
+ * concurrency limit. `BENCH_SHED_WAIT_MS` sets the queue's drop threshold (the sweep);
+ * `BENCH_TRACE=1` prints the gate state every 50 ms to stderr (the step run): the limit, the
+ * permits in use, the waiters, the load monitor's admitted share, and refusals so far by layer.
+ */
 export async function serveLib(serve: Serve, limit: number | undefined): Promise<void> {
-  const handle = await serve(workHandler, { port: 0, hostname: "127.0.0.1", concurrencyLimit: limit, log: () => {} });
+  const env = (name: string) => process.env[name];
+  const shedWait = env("BENCH_SHED_WAIT_MS");
+  const denied: Record<string, number> = {};
+  const handle = await serve(workHandler, {
+    port: 0,
+    hostname: "127.0.0.1",
+    concurrencyLimit: limit,
+    log: () => {},
+    ...(shedWait === undefined ? {} : { shedWaitMs: Number(shedWait) }),
+    // BENCH_LOAD_MONITOR=0: the concurrency gate alone (a diagnostic subject, labelled as such).
+    ...(env("BENCH_LOAD_MONITOR") === "0" ? { loadMonitor: false } : {}),
+    onDeny: (e) => void (denied[e.layer] = (denied[e.layer] ?? 0) + 1),
+  });
+  if (env("BENCH_TRACE") === "1") {
+    const t0 = performance.now();
+    const trace = setInterval(() => {
+      const { concurrency, load } = handle.guard;
+      console.error(`TRACE ${JSON.stringify({ t: Math.round(performance.now() - t0), limit: concurrency.limit, inFlight: concurrency.inFlight, waiting: concurrency.waiting, share: load?.admitShare ?? 1, delay: load?.smoothedDelayMs ?? 0, denied })}`);
+    }, 50);
+    void handle.finished.finally(() => clearInterval(trace));
+  }
   announce(handle.address.port);
 }
 

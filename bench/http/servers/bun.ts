@@ -2,7 +2,7 @@
 import { getConnInfo } from "hono/bun";
 import { createBunHost, serve } from "../../../src/adapters/bun/mod.ts";
 import {
-  allGates, announce, args, helloApp, helloHandler, holdHandler, HOT_CAP, hygieneApp, inFlightCap, peerApp, refuseFetch, refusalGates, serveDrain, serveLib, workHandler,
+  allGates, announce, args, helloApp, OVERLOAD_CAP, helloHandler, holdHandler, HOT_CAP, hygieneApp, inFlightCap, peerApp, refuseFetch, refusalGates, serveDrain, serveLib, workHandler,
 } from "./_shared.ts";
 
 const { variant, limit, out } = args(process.argv.slice(2));
@@ -20,6 +20,9 @@ switch (variant) {
     break;
   case "none": // the unprotected server of part 2
     raw(workHandler);
+    break;
+  case "cap-work": // part 2: the 15-line cap at 32 around the unprotected server
+    raw(inFlightCap(OVERLOAD_CAP, workHandler, refuseFetch));
     break;
   case "cap": // (a2) the 15-line in-flight cap around (a), never tripping
     raw(inFlightCap(HOT_CAP, helloHandler, refuseFetch));

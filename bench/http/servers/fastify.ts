@@ -4,7 +4,7 @@
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import rateLimit from "@fastify/rate-limit";
 import underPressure from "@fastify/under-pressure";
-import { announce, args, BODY, burn, turn } from "./_shared.ts";
+import { announce, args, BODY, burn, IO_BURN_MS, IO_WAIT_MS, sleep, turn } from "./_shared.ts";
 
 const { variant } = args(process.argv.slice(2));
 const GiB = 1024 * 1024 * 1024;
@@ -30,6 +30,11 @@ if (variant === "stack") {
   app.get("/burn-async", async (request, res) => {
     await turn();
     burn();
+    return reply(request, res, "ok");
+  });
+  app.get("/io", async (request, res) => {
+    await sleep(IO_WAIT_MS);
+    burn(IO_BURN_MS);
     return reply(request, res, "ok");
   });
 } else {

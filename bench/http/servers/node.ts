@@ -5,29 +5,37 @@ import { serve as honoNodeServe } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import { createNodeHost, serve } from "../../../src/adapters/node/mod.ts";
 import {
-  allGates, announce, args, BODY, burn, counter, helloApp, helloHandler, holdHandler, HOLD_PATH, HOT_CAP, hygieneApp, inFlightCap, peerApp, REFUSAL_BODY,
+  allGates, announce, args, BODY, burn, counter, helloApp, IO_BURN_MS, IO_WAIT_MS, OVERLOAD_CAP, helloHandler, holdHandler, HOLD_PATH, HOT_CAP, hygieneApp, inFlightCap, peerApp, REFUSAL_BODY,
   REFUSAL_HEADERS, refusalGates, serveDrain, serveLib, sleep, turn,
 } from "./_shared.ts";
 
 const { variant, limit, out } = args(process.argv.slice(2));
 const HOST = "127.0.0.1";
 
-/** node:http with nothing in front: the same handlers, written natively. */
-function rawHandler(req: IncomingMessage, res: ServerResponse) {
+/**
+ * node:http with nothing in front: the same handlers, written natively. Returns a promise that
+ * settles when the answer is written, so the 15-line cap counts it in flight until then.
+ */
+function rawHandler(req: IncomingMessage, res: ServerResponse): void | Promise<void> {
   counter.admitted++;
   const headers: Record<string, string> = { "content-type": "text/plain" };
   const t = req.headers["x-t"];
   if (typeof t === "string") headers["x-t"] = t;
-  const end = (body: string) => res.writeHead(200, headers).end(body);
+  const end = (body: string) => void res.writeHead(200, headers).end(body);
   if (req.url === "/burn") {
     burn();
     end("ok");
   } else if (req.url === "/burn-async") {
-    void turn().then(() => {
+    return turn().then(() => {
       burn();
       end("ok");
     });
-  } else if (req.url === "/slow") void sleep(10).then(() => end("ok"));
+  } else if (req.url === "/io") {
+    return sleep(IO_WAIT_MS).then(() => {
+      burn(IO_BURN_MS);
+      end("ok");
+    });
+  } else if (req.url === "/slow") return sleep(10).then(() => end("ok"));
   else end(BODY);
 }
 
@@ -65,6 +73,9 @@ switch (variant) {
   }
   case "none": // the unprotected server of part 2
     rawServer(rawHandler);
+    break;
+  case "cap-work": // part 2: the 15-line cap at 32 around the unprotected server
+    rawServer(inFlightCap(OVERLOAD_CAP, rawHandler, refuse));
     break;
   case "guard": { // (b) the adapter, every gate on
     const handle = await serve(helloHandler, { ...allGates(), port: 0, hostname: HOST });

@@ -1,6 +1,7 @@
 // Gate 7: the concurrency limit. A permit is held by the admission until the handler settles
 // (not until the response is sent), so in-flight counts are true work. At the limit the
-// request is refused at once, or after a bounded LIFO shed wait it leaves when its client goes.
+// request waits in the bounded admission queue (a promise: only then is the gate asynchronous),
+// or is refused at once when there is no queue or it is full; it leaves when its client goes.
 import type { ConcurrencyLimit, Permit, Refusal } from "../overload/concurrency_limit.ts";
 import type { _Admission } from "../request/admission.ts";
 import { type Gate, type GateVerdict, PASS } from "./gate.ts";
@@ -18,9 +19,9 @@ export function _concurrencyGate(concurrency: ConcurrencyLimit): Gate {
     layer: "concurrency",
     processWide: true,
     admit(a: _Admission) {
-      const permit = concurrency.tryAcquire();
+      const permit = concurrency.tryAcquire(a.startedAt);
       if (permit.ok || concurrency.shedWaitMs === 0) return verdict(a, permit);
-      return concurrency.acquire(a.request.signal).then((p) => verdict(a, p));
+      return concurrency.acquire(a.request.signal, a.startedAt).then((p) => verdict(a, p));
     },
   };
 }

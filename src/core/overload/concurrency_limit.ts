@@ -1,23 +1,39 @@
-import type { Clock, TimerHandle } from "../clock.ts";
+import type { Clock } from "../clock.ts";
 import { systemClock } from "../clock.ts";
-import { _durationMs, _options, _positiveInt, _positiveIntOrInfinity, _given } from "../_validate.ts";
+import { _durationMs, _options, _nonNegativeInt, _positiveIntOrInfinity, _given } from "../_validate.ts";
+import type { AdaptiveLimit } from "./adaptive_limit.ts";
+import { _WaitQueue, type _Waiter } from "./_wait_queue.ts";
+
+/**
+ * The guard's default bound on a request's wait for a permit, in milliseconds: long enough
+ * that under a closed-loop storm few waiters time out (each refusal comes straight back and
+ * costs CPU), short enough that a refused client has not waited longer than an unprotected
+ * server's tail. Newest-first service keeps admitted requests fresh whatever this is.
+ */
+export const DEFAULT_SHED_WAIT_MS = 500;
 
 /** Options of {@linkcode createConcurrencyLimit}. */
 export interface ConcurrencyLimitOptions {
-  /** Permits: work that may run at once. `Infinity` means uncapped (counted, never refused). */
-  limit: number;
   /**
-   * How long a request may wait for a permit before it is shed, in milliseconds. 0 means
-   * never wait: a request that finds no permit is refused at once. Waiters are served
-   * newest first (LIFO): under sustained overload the freshest requests are worth serving.
+   * Permits: work that may run at once. A number fixes it (`Infinity`: uncapped, counted,
+   * never refused); an {@linkcode AdaptiveLimit} moves it with the latency of completed work.
+   */
+  limit: number | AdaptiveLimit;
+  /**
+   * How long a request may wait for a permit before it is refused ("queue-timeout"), in
+   * milliseconds: the bound on its time in the queue (its sojourn). 0 means no queue: a request
+   * that finds no permit is refused at once ("shed").
    * @default 0
    */
   shedWaitMs?: number;
-  /**
-   * The most requests that may wait at once; a new waiter past it pushes out the oldest.
-   * @default the limit, or 1024 when the limit is Infinity
-   */
+  /** The most requests that may wait at once; past it a new one is refused at once ("queue-full"). @default 1024 */
   maxWaiting?: number;
+  /**
+   * Waiters are served oldest first while the queue is fresh, newest first once it has not
+   * been empty for this long (a standing queue: overload), so what is admitted stays fresh.
+   * @default 100
+   */
+  lifoAfterMs?: number;
   /** The Retry-After hint of a refusal, in milliseconds. @default 1000 */
   retryAfterMs?: number;
   /** @default systemClock */
@@ -27,45 +43,49 @@ export interface ConcurrencyLimitOptions {
 /** A held permit. Release it (or dispose it) exactly when the work ends; releasing twice is a no-op. */
 export interface Permit extends Disposable {
   readonly ok: true;
+  /** Gives the permit back; the work's latency is not a sample (it was refused, aborted, timed out). */
   release(): void;
+  /** Gives the permit back after the work completed normally: its latency feeds an adaptive limit. */
+  complete(): void;
 }
 
 /** Why no permit was handed out. */
 export interface Refusal {
   readonly ok: false;
-  /** "shed": none free (in time); "aborted": the waiter's signal fired first. */
-  readonly reason: "shed" | "aborted";
+  /**
+   * "shed": none free and no queue; "queue-full": the queue was at `maxWaiting`;
+   * "queue-timeout": the wait passed `shedWaitMs`; "aborted": the waiter's signal fired first.
+   */
+  readonly reason: "shed" | "queue-full" | "queue-timeout" | "aborted";
   readonly retryAfterMs: number;
 }
 
-/** Global in-flight permits with load shedding (gate 7 of DESIGN.md). */
+/** Global in-flight permits with a bounded admission queue (gate 7 of DESIGN.md). */
 export interface ConcurrencyLimit {
+  /** The current limit (it moves when adaptive). */
   readonly limit: number;
+  /** Whether the limit follows latency. */
+  readonly adaptive: boolean;
   readonly shedWaitMs: number;
   /** Permits held now. Exact: every permit is released once, when its work settles. */
   readonly inFlight: number;
   /** Requests waiting for a permit now. */
   readonly waiting: number;
-  /** A permit now, or a refusal now. Never waits. */
-  tryAcquire(): Permit | Refusal;
   /**
-   * A permit now, or within `shedWaitMs` (newest waiter first), or a refusal. An aborted
-   * `signal` withdraws the waiter.
+   * A permit now, or a refusal now. Never waits. `now` is the request's arrival time when the
+   * caller has it (the start of its latency; saves a clock read).
    */
-  acquire(signal?: AbortSignal): Promise<Permit | Refusal>;
+  tryAcquire(now?: number): Permit | Refusal;
+  /** A permit now, or from the queue within `shedWaitMs`, or a refusal. An aborted `signal` withdraws the waiter. */
+  acquire(signal?: AbortSignal, now?: number): Promise<Permit | Refusal>;
   /** Settles the next time no permit is held (at once if none is). */
   idle(): Promise<void>;
 }
 
-interface _Waiter {
-  resolve(result: Permit | Refusal): void;
-  timer: TimerHandle | undefined;
-  detach: (() => void) | undefined;
-}
-
 /**
- * Creates a concurrency limit: N permits, refusal at once when none is free (or after a
- * bounded, LIFO shed wait), never an unbounded queue.
+ * Creates a concurrency limit: N permits (fixed, or adaptive), and in front of them a queue
+ * bounded in length and in delay — oldest first while it is fresh, newest first once it
+ * stands, each waiter refused once its wait passes `shedWaitMs` — never an unbounded queue.
  *
  * @example Shedding the request past the limit
  * ```ts
@@ -81,31 +101,56 @@ interface _Waiter {
 export function createConcurrencyLimit(options: ConcurrencyLimitOptions): ConcurrencyLimit {
   const what = "create concurrency limit";
   const o = _options(what, options);
-  const limit = _positiveIntOrInfinity(what, "limit", o.limit);
+  const adaptive = _adaptive(o.limit);
+  const fixed = adaptive === undefined ? _positiveIntOrInfinity(what, "limit", o.limit) : Infinity;
   const shedWaitMs = _durationMs(what, "shedWaitMs", _given(o.shedWaitMs, 0), { zero: true });
-  const maxWaiting = _positiveInt(what, "maxWaiting", _given(o.maxWaiting, (limit === Infinity ? 1024 : limit)));
+  const maxWaiting = _nonNegativeInt(what, "maxWaiting", _given(o.maxWaiting, 1024));
+  const lifoAfterMs = _durationMs(what, "lifoAfterMs", _given(o.lifoAfterMs, 100), { zero: true });
   const retryAfterMs = _durationMs(what, "retryAfterMs", _given(o.retryAfterMs, 1000));
   const clock = o.clock ?? systemClock;
 
-  const shed: Refusal = Object.freeze({ ok: false, reason: "shed", retryAfterMs });
-  const aborted: Refusal = Object.freeze({ ok: false, reason: "aborted", retryAfterMs });
-  const waiters: _Waiter[] = []; // newest last
+  const refusal = (reason: Refusal["reason"]): Refusal => Object.freeze({ ok: false, reason, retryAfterMs });
+  const refusals = { shed: refusal("shed"), "queue-full": refusal("queue-full"), "queue-timeout": refusal("queue-timeout"), aborted: refusal("aborted") };
+  // A waiter's wait is up: if no permit came back for a whole wait bound, the work is long, not
+  // queued; the adaptive limit grows and lets waiters in, rather than refuse them and stay
+  // where it started.
+  const onDue = (now: number) => {
+    if (adaptive === undefined || now - releasedAt < shedWaitMs) return;
+    releasedAt = now; // once per wait bound
+    adaptive.stalled();
+    limit = adaptive.limit;
+    admitWaiting();
+  };
+  const queue = new _WaitQueue(clock, shedWaitMs, lifoAfterMs, onDue);
+  let limit = adaptive === undefined ? fixed : adaptive.limit;
   let idleWaiters: (() => void)[] = [];
   let inFlight = 0;
+  /** When a permit last came back (for the adaptive limit's stall rule). */
+  let releasedAt = clock.now();
 
-  const settle = (w: _Waiter, result: Permit | Refusal) => {
-    w.timer?.cancel();
-    w.detach?.();
-    w.resolve(result);
+  // Hands free permits to waiters while there are both (the limit may have grown).
+  const admitWaiting = () => {
+    if (queue.length === 0) return;
+    const now = clock.now();
+    while (inFlight < limit) {
+      const w = queue.take(now);
+      if (w === undefined) break;
+      inFlight++;
+      w.settle(now);
+    }
   };
 
-  const release = () => {
-    const next = waiters.pop(); // LIFO: the freshest waiter takes the permit over
-    if (next !== undefined) {
-      settle(next, permit());
-      return;
+  const release = (sampled: _Permit | undefined) => {
+    if (adaptive !== undefined) {
+      const now = clock.now();
+      releasedAt = now;
+      if (sampled !== undefined) {
+        adaptive.sample(now - sampled.at, inFlight, now);
+        limit = adaptive.limit;
+      }
     }
     inFlight--;
+    admitWaiting();
     if (inFlight === 0 && idleWaiters.length > 0) {
       const resolved = idleWaiters;
       idleWaiters = [];
@@ -113,55 +158,47 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
     }
   };
 
-  // The permit is handed over, not re-counted: a waiter taking a released permit leaves
-  // inFlight unchanged.
-  const permit = (): Permit => {
-    let held = true;
-    const free = () => {
-      if (!held) return;
-      held = false;
-      release();
-    };
-    return { ok: true, release: free, [Symbol.dispose]: free };
-  };
-
-  const tryAcquire = (): Permit | Refusal => {
-    if (inFlight >= limit) return shed;
+  const tryAcquire = (now?: number): Permit | Refusal => {
+    if (inFlight >= limit) return refusals.shed;
     inFlight++;
-    return permit();
+    return new _Permit(release, adaptive === undefined ? 0 : now ?? clock.now());
   };
 
   return {
-    limit,
+    get limit() {
+      return limit;
+    },
+    adaptive: adaptive !== undefined,
     shedWaitMs,
     get inFlight() {
       return inFlight;
     },
     get waiting() {
-      return waiters.length;
+      return queue.length;
     },
     tryAcquire,
-    acquire(signal) {
-      const now = tryAcquire();
-      if (now.ok || shedWaitMs === 0) return Promise.resolve(now);
-      if (signal?.aborted) return Promise.resolve(aborted);
+    acquire(signal, arrived) {
+      const got = tryAcquire(arrived);
+      if (got.ok || shedWaitMs === 0) return Promise.resolve(got);
+      if (signal?.aborted) return Promise.resolve(refusals.aborted);
+      if (queue.length >= maxWaiting) return Promise.resolve(refusals["queue-full"]);
       return new Promise((resolve) => {
-        const w: _Waiter = { resolve, timer: undefined, detach: undefined };
-        const leave = (result: Refusal) => {
-          const i = waiters.indexOf(w);
-          if (i !== -1) {
-            waiters.splice(i, 1);
-            settle(w, result);
-          }
+        const w: _Waiter = {
+          at: clock.now(),
+          live: true,
+          detach: undefined,
+          settle: (outcome) => resolve(typeof outcome === "number" ? new _Permit(release, outcome) : refusals[outcome]),
         };
-        w.timer = clock.setTimeout(() => leave(shed), shedWaitMs);
         if (signal !== undefined) {
-          const onAbort = () => leave(aborted);
+          const onAbort = () => {
+            if (!w.live) return;
+            queue.remove(w);
+            resolve(refusals.aborted);
+          };
           signal.addEventListener("abort", onAbort, { once: true });
           w.detach = () => signal.removeEventListener("abort", onAbort);
         }
-        waiters.push(w);
-        if (waiters.length > maxWaiting) settle(waiters.shift()!, shed);
+        queue.push(w);
       });
     },
     idle() {
@@ -169,3 +206,34 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
     },
   };
 }
+
+/** A permit: released once, by `release` (no sample), `complete` (a sample) or dispose. */
+class _Permit implements Permit {
+  readonly ok = true as const;
+  readonly at: number;
+  #release: ((sampled: _Permit | undefined) => void) | undefined;
+
+  constructor(release: (sampled: _Permit | undefined) => void, at: number) {
+    this.#release = release;
+    this.at = at;
+  }
+
+  release(): void {
+    const release = this.#release;
+    this.#release = undefined;
+    release?.(undefined);
+  }
+
+  complete(): void {
+    const release = this.#release;
+    this.#release = undefined;
+    release?.(this);
+  }
+
+  [Symbol.dispose](): void {
+    this.release();
+  }
+}
+
+const _adaptive = (limit: unknown): AdaptiveLimit | undefined =>
+  typeof limit === "object" && limit !== null && typeof (limit as AdaptiveLimit).sample === "function" ? (limit as AdaptiveLimit) : undefined;

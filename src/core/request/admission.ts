@@ -95,13 +95,17 @@ export class _Admission {
     else throw new TypeError("An admission holds at most two things");
   }
 
-  /** Gives back everything held, last first, once: on refusal, or when the handler settles. */
-  release(): void {
+  /**
+   * Gives back everything held, last first, once: on refusal, or when the handler settles.
+   * `completed`: the handler answered normally, so what measures latency (a permit's
+   * `complete()`) takes this request as a sample; a refused, aborted or timed-out one is not.
+   */
+  release(completed = false): void {
     const first = this.#first;
     const second = this.#second;
     this.#first = this.#second = undefined;
-    second?.[Symbol.dispose]();
-    first?.[Symbol.dispose]();
+    if (second !== undefined) _give(second, completed);
+    if (first !== undefined) _give(first, completed);
   }
 
   /** The body cap gate's verdict: the cap that applies before the handler runs. */
@@ -214,11 +218,16 @@ export class _Admission {
     return true;
   }
 
-  /** The handler settled: later abandonment is a no-op; what it held is given back. */
-  finish(): void {
+  /** The handler settled (`completed`: normally): later abandonment is a no-op; what it held is given back. */
+  finish(completed = false): void {
     this.settled = true;
     this.#deadline?.cancel();
     this.#cleanups?.complete();
-    this.release();
+    this.release(completed && this.abandonedBy === undefined);
   }
 }
+
+const _give = (held: Disposable & { complete?: () => void }, completed: boolean) => {
+  if (completed && held.complete !== undefined) held.complete();
+  else held[Symbol.dispose]();
+};

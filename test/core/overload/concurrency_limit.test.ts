@@ -1,6 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createConcurrencyLimit, type Permit } from "../../../src/core/overload/concurrency_limit.ts";
+import { createAdaptiveLimit } from "../../../src/core/overload/adaptive_limit.ts";
 import { createManualClock } from "../../../src/testing/manual_clock.ts";
 import { flushMicrotasks } from "../../support/flush.ts";
 
@@ -53,42 +54,149 @@ describe("concurrency limit", () => {
     assert.equal(clock.pendingTimers, 0, "the wait timer was cancelled");
   });
 
-  test("concurrency limit: a waiter is shed when the shed wait runs out", async () => {
+  test("concurrency limit: a waiter is refused once its time in the queue reaches the shed wait", async () => {
     const clock = createManualClock();
     const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 100, clock });
     limit.tryAcquire();
     const waiting = limit.acquire();
-    clock.advance(100);
+    clock.advance(99);
+    assert.equal(limit.waiting, 1);
+    clock.advance(1);
     const got = await waiting;
-    assert.ok(!got.ok && got.reason === "shed");
+    assert.ok(!got.ok && got.reason === "queue-timeout");
     assert.equal(limit.waiting, 0);
     assert.equal(limit.inFlight, 1);
   });
 
-  test("concurrency limit: waiters are served newest first (LIFO)", async () => {
+  test("concurrency limit: a fresh queue serves oldest first, a standing one newest first (adaptive LIFO)", async () => {
     const clock = createManualClock();
-    const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, maxWaiting: 4, clock });
-    const held = limit.tryAcquire() as Permit;
+    const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, lifoAfterMs: 100, clock });
+    let held = limit.tryAcquire() as Permit;
     const order: string[] = [];
-    const older = limit.acquire().then((r) => (order.push("older"), r));
-    const newer = limit.acquire().then((r) => (order.push("newer"), r));
+    const join = (name: string) => limit.acquire().then((r) => (order.push(name), r as Permit));
+    const a = join("a");
+    const b = join("b");
+    clock.advance(50); // not empty for 50 ms: still fresh
     held.release();
-    await flushMicrotasks();
-    assert.deepEqual(order, ["newer"]);
-    ((await newer) as Permit).release();
-    assert.ok((await older).ok);
-    assert.deepEqual(order, ["newer", "older"]);
+    held = await a;
+    assert.deepEqual(order, ["a"], "fresh: oldest first");
+    const c = join("c");
+    const d = join("d");
+    clock.advance(60); // not empty for 110 ms: standing
+    held.release();
+    held = await d;
+    assert.deepEqual(order, ["a", "d"], "standing: newest first");
+    held.release();
+    held = await c;
+    held.release();
+    held = await b;
+    assert.deepEqual(order, ["a", "d", "c", "b"]);
+    // Once it has drained, the next queue starts fresh.
+    const e = join("e");
+    const f = join("f");
+    held.release();
+    held = await e;
+    assert.deepEqual(order.slice(4), ["e"]);
+    held.release();
+    await f;
   });
 
-  test("concurrency limit: past maxWaiting a new waiter pushes out the oldest", async () => {
+  test("concurrency limit: under a standing queue the oldest waiters are the ones dropped, one timer for all", async () => {
     const clock = createManualClock();
-    const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, maxWaiting: 1, clock });
-    limit.tryAcquire();
-    const oldest = limit.acquire();
-    void limit.acquire();
-    const r = await oldest;
-    assert.ok(!r.ok && r.reason === "shed");
+    const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 300, lifoAfterMs: 100, clock });
+    let held = limit.tryAcquire() as Permit;
+    const results: string[] = [];
+    const waiters = Array.from({ length: 6 }, (_, i) => {
+      clock.advance(i === 0 ? 0 : 50);
+      return limit.acquire().then((r) => (results.push(`${i}:${r.ok ? "in" : r.reason}`), r));
+    });
+    assert.equal(clock.pendingTimers, 1, "one sojourn timer, not one per waiter");
+    held.release(); // t=250, standing: the newest (5) is served
+    held = (await waiters[5]) as Permit;
+    clock.advance(50); // t=300: waiter 0 has waited 300 ms
+    await flushMicrotasks();
+    assert.deepEqual(results, ["5:in", "0:queue-timeout"]);
+    clock.advance(100); // t=400: 1 and 2 have waited 300+
+    await flushMicrotasks();
+    assert.deepEqual(results.slice(2), ["1:queue-timeout", "2:queue-timeout"]);
+    held.release();
+    assert.ok((await waiters[4]!).ok, "then the newest left");
     assert.equal(limit.waiting, 1);
+  });
+
+  test("concurrency limit: a full queue refuses the newcomer at once", async () => {
+    const clock = createManualClock();
+    const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, maxWaiting: 2, clock });
+    limit.tryAcquire();
+    void limit.acquire();
+    void limit.acquire();
+    const third = await limit.acquire();
+    assert.ok(!third.ok && third.reason === "queue-full");
+    assert.equal(limit.waiting, 2);
+    const none = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, maxWaiting: 0, clock });
+    none.tryAcquire();
+    const r = await none.acquire();
+    assert.ok(!r.ok && r.reason === "queue-full");
+  });
+
+  test("concurrency limit: only complete() feeds the adaptive limit; release() and dispose do not", () => {
+    const clock = createManualClock();
+    const samples: number[] = [];
+    const adaptive = { limit: 2, baselineMs: undefined, minLimit: 1, maxLimit: 10, sample: (ms: number) => void samples.push(ms), stalled() {} };
+    const limit = createConcurrencyLimit({ limit: adaptive, clock });
+    assert.equal(limit.adaptive, true);
+    const refused = limit.tryAcquire(clock.now()) as Permit;
+    const aborted = limit.tryAcquire(clock.now()) as Permit;
+    clock.advance(5);
+    refused.release();
+    aborted[Symbol.dispose]();
+    assert.deepEqual(samples, [], "a refused or aborted request records no latency");
+    const done = limit.tryAcquire(clock.now()) as Permit;
+    clock.advance(30);
+    done.complete();
+    done.complete();
+    assert.deepEqual(samples, [30]);
+  });
+
+  test("concurrency limit: when the adaptive limit grows, waiters are let in", async () => {
+    const clock = createManualClock();
+    const adaptive = { limit: 1, baselineMs: undefined, minLimit: 1, maxLimit: 10, sample: () => void (adaptive.limit = 3), stalled() {} };
+    const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 1000, clock });
+    const first = limit.tryAcquire() as Permit;
+    const waiters = [limit.acquire(), limit.acquire(), limit.acquire()];
+    assert.equal(limit.waiting, 3);
+    first.complete(); // the limit becomes 3: three of the waiters get in
+    const got = await Promise.all(waiters);
+    assert.ok(got.every((p) => p.ok));
+    assert.equal(limit.inFlight, 3);
+    assert.equal(limit.limit, 3);
+  });
+
+  test("concurrency limit: permits held past the wait bound with none coming back (long polls) make the adaptive limit grow, not pin it", async () => {
+    const clock = createManualClock();
+    const limit = createConcurrencyLimit({ limit: createAdaptiveLimit(), shedWaitMs: 500, clock });
+    assert.equal(limit.limit, 1);
+    const poll = limit.tryAcquire() as Permit; // never released during the test
+    const first = limit.acquire();
+    clock.advance(500); // the waiter's wait is up and nothing came back for 500 ms: grow, admit it
+    assert.ok((await first).ok, "admitted, not refused");
+    assert.equal(limit.limit, 2);
+    assert.equal(limit.inFlight, 2);
+    // Under load that completes, a timeout is no reason to grow.
+    const busy = createConcurrencyLimit({ limit: createAdaptiveLimit(), shedWaitMs: 500, clock });
+    let held = busy.tryAcquire() as Permit;
+    const old = busy.acquire();
+    for (let t = 0; t < 5; t++) {
+      const fresh = busy.acquire();
+      clock.advance(100);
+      held.release(); // a standing queue: the newest waiter takes it, the oldest starves
+      held = (await fresh) as Permit;
+    }
+    const starved = await old;
+    assert.ok(!starved.ok && starved.reason === "queue-timeout");
+    assert.equal(busy.limit, 1);
+    held.release();
+    poll.release();
   });
 
   test("concurrency limit: an aborted waiter leaves the queue and never takes a permit", async () => {

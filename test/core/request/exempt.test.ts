@@ -40,7 +40,7 @@ describe("guard: exempt paths", () => {
   });
 
   test("exempt: while the load monitor is busy and every permit is taken, an exempt path still runs and takes no permit", async () => {
-    const { guard } = setup({ exempt: ["/healthz"], loadMonitor: { minAdmitShare: 0.01 }, concurrencyLimit: 1 });
+    const { guard } = setup({ exempt: ["/healthz"], loadMonitor: { minAdmitShare: 0.01 }, concurrencyLimit: 1, shedWaitMs: 0 });
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const fetch = guard.wrap(async (request) => {

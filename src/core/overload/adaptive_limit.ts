@@ -1,0 +1,189 @@
+// The concurrency limit found from handler latency (DESIGN.md "Overload control"): a
+// latency-gradient limiter of the Gradient2 / Envoy adaptive-concurrency family. Each window
+// compares the mean latency of the requests that completed in it (short) with a baseline (the
+// lowest window mean seen: the latency with no queue in this process), and sets
+//   limit = limit × gradient + queue allowance,   gradient = clamp(tolerance × baseline / short, 0.5, 1)
+// smoothed on the way down, clamped to [minLimit, maxLimit]; it starts at its floor and doubles
+// a window until the latency first goes over tolerance (slow start). Where it departs from Gradient2,
+// each departure answers one of its reported failure modes:
+// - the queue allowance is added only while the gradient is 1 (Netflix concurrency-limits
+//   #134): with it added at every gradient, a moderate overload (gradient ≈ 0.8) creeps up;
+// - the baseline never follows the short latency up on its own (Gradient2's long-window EWMA
+//   does, which makes a steady overload, or a steady timeout, look normal: #137). It rises only
+//   when halving the limit did not lower the latency — the latency is then not queueing in
+//   this process (an upstream got slower), and throttling would only cut throughput;
+// - there is no periodic minimum-RTT re-measurement (Envoy drops to its floor for it, a burst
+//   of 503s each time): the baseline falls whenever a window is faster, and rises as above;
+// - the limit does not grow while fewer than half its permits were used in the window
+//   (app-limited: the latency says nothing about a limit that was not reached);
+// - work that holds its permit for long (long polls) gives no sample until it ends: when
+//   waiters time out while no permit came back for a whole wait bound, the limit grows by the
+//   queue allowance (`stalled`), so long-held permits do not pin it at its start.
+// Only requests that completed normally are samples; the concurrency limit decides which.
+import { _options, _positiveInt, _given, _fail, _durationMs } from "../_validate.ts";
+
+/** Options of {@linkcode createAdaptiveLimit}. */
+export interface AdaptiveLimitOptions {
+  /**
+   * The limit before any window closed. Small, so that the first baseline is measured with
+   * (almost) no queue in the process: from a large start, CPU-bound work would already queue
+   * behind itself in the first window and the baseline would include that wait.
+   * @default minLimit (1)
+   */
+  initialLimit?: number;
+  /** The floor: the limit never falls below it. @default 1 */
+  minLimit?: number;
+  /** The ceiling: the limit never grows past it. @default 1000 */
+  maxLimit?: number;
+  /**
+   * How much slower than the baseline a window may be before the limit shrinks: at 2 a
+   * window whose mean latency is within 2× the baseline lets the limit grow.
+   * @default 2
+   */
+  tolerance?: number;
+  /** Weight of a new, lower limit: the limit falls by at most `smoothing / 2` a window (a gradient of 0.5 at most). @default 0.2 */
+  smoothing?: number;
+  /**
+   * The shortest window, in milliseconds. A window also lasts at least twice the baseline
+   * latency (a change of the limit must show in it) and holds at least `windowSamples` samples.
+   * @default 100
+   */
+  windowMs?: number;
+  /** The fewest completed requests a window needs before it is read. @default 10 */
+  windowSamples?: number;
+}
+
+/** A concurrency limit that follows handler latency. Give it to `createConcurrencyLimit({ limit })`. */
+export interface AdaptiveLimit {
+  /** The current limit (an integer in [minLimit, maxLimit]). */
+  readonly limit: number;
+  /** The no-queue latency it compares against, in ms (undefined before the first window). */
+  readonly baselineMs: number | undefined;
+  readonly minLimit: number;
+  readonly maxLimit: number;
+  /**
+   * One request that completed normally: its latency from permit to settle, the permits in
+   * use when it completed, and the time now (the window's clock).
+   */
+  sample(latencyMs: number, inFlight: number, now: number): void;
+  /**
+   * Every permit was held for a whole wait bound and none came back while requests waited:
+   * the work in flight is long (long polls), not queued behind itself, and there is no
+   * sample to learn from. Grows the limit by the queue allowance.
+   */
+  stalled(): void;
+}
+
+/** The concurrency and latency of the window where the latency first went over tolerance. */
+interface _Pressure {
+  /** Mean permits in use over that window (what produced its latency; the limit may have moved). */
+  readonly inFlight: number;
+  readonly latencyMs: number;
+  /** Windows in a row at half that limit or less whose latency did not fall with it. */
+  unmoved: number;
+}
+
+/**
+ * Creates an adaptive concurrency limit: the guard's default (`concurrencyLimit` left out).
+ *
+ * @example The limit grows while latency stays at its baseline, and shrinks when it queues
+ * ```ts
+ * import { createAdaptiveLimit } from "serve-hygiene";
+ * const adaptive = createAdaptiveLimit({ initialLimit: 10, windowSamples: 1, windowMs: 100 });
+ * let now = 0;
+ * for (let i = 0; i < 3; i++) adaptive.sample(20, adaptive.limit, (now += 100));
+ * console.assert(adaptive.limit > 10);
+ * const grown = adaptive.limit;
+ * for (let i = 0; i < 5; i++) adaptive.sample(80, adaptive.limit, (now += 200));
+ * console.assert(adaptive.limit < grown);
+ * ```
+ */
+export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLimit {
+  const what = "create adaptive limit";
+  const o = _options(what, options);
+  const minLimit = _positiveInt(what, "minLimit", _given(o.minLimit, 1));
+  const maxLimit = _positiveInt(what, "maxLimit", _given(o.maxLimit, Math.max(1000, minLimit)));
+  if (maxLimit < minLimit) _fail(what, "maxLimit", `at least "minLimit" (${minLimit})`, maxLimit);
+  const initialLimit = _positiveInt(what, "initialLimit", _given(o.initialLimit, minLimit));
+  if (initialLimit < minLimit || initialLimit > maxLimit) _fail(what, "initialLimit", `within [${minLimit}, ${maxLimit}]`, initialLimit);
+  const tolerance = _given(o.tolerance, 2);
+  if (typeof tolerance !== "number" || !(tolerance >= 1 && tolerance < Infinity)) _fail(what, "tolerance", "a finite number of at least 1", tolerance);
+  const smoothing = _given(o.smoothing, 0.2);
+  if (typeof smoothing !== "number" || !(smoothing > 0 && smoothing <= 1)) _fail(what, "smoothing", "a number in (0, 1]", smoothing);
+  const windowMs = _durationMs(what, "windowMs", _given(o.windowMs, 100));
+  const windowSamples = _positiveInt(what, "windowSamples", _given(o.windowSamples, 10));
+
+  let estimate = initialLimit; // fractional; `limit` is its integer part
+  let limit = initialLimit;
+  let baseline: number | undefined;
+  let pressure: _Pressure | undefined;
+  // Slow start (as TCP's): the limit doubles a window until the latency first goes over
+  // tolerance, then grows by the queue allowance.
+  let starting = true;
+  let windowStart: number | undefined;
+  let sum = 0;
+  let count = 0;
+  let used = 0;
+  let inFlightSum = 0;
+
+  const close = (shortMs: number, inFlight: number) => {
+    if (baseline === undefined || shortMs < baseline) baseline = shortMs;
+    const ratio = shortMs / baseline;
+    if (ratio <= tolerance) {
+      pressure = undefined;
+      // Grow by the queue allowance (√limit: fast from small limits, gentle at large ones),
+      // unsmoothed, and only when the limit was actually reached halfway.
+      if (used * 2 >= limit) estimate = Math.min(maxLimit, estimate + (starting ? estimate : Math.sqrt(estimate)));
+    } else {
+      starting = false;
+      const gradient = Math.max(0.5, tolerance / ratio);
+      estimate = Math.max(minLimit, estimate * (1 - smoothing) + estimate * gradient * smoothing);
+      if (pressure === undefined) pressure = { inFlight, latencyMs: shortMs, unmoved: 0 };
+      else if (inFlight <= Math.max(minLimit, pressure.inFlight / 2)) {
+        // Half the concurrency, and the latency barely moved (two windows in a row): it is not
+        // queueing here. Rebase.
+        pressure.unmoved = shortMs > pressure.latencyMs * 0.75 ? pressure.unmoved + 1 : 0;
+        if (pressure.unmoved >= 2) {
+          baseline = shortMs;
+          pressure = undefined;
+        }
+      }
+    }
+    limit = Math.max(minLimit, Math.min(maxLimit, Math.floor(estimate)));
+  };
+
+  return {
+    get limit() {
+      return limit;
+    },
+    get baselineMs() {
+      return baseline;
+    },
+    minLimit,
+    maxLimit,
+    sample(latencyMs, inFlight, now) {
+      if (!(latencyMs >= 0)) return; // NaN, negative (a clock that went back): not a sample
+      if (windowStart === undefined) windowStart = now;
+      sum += latencyMs;
+      count++;
+      if (inFlight > used) used = inFlight;
+      inFlightSum += inFlight;
+      const span = Math.max(windowMs, baseline === undefined ? 0 : 2 * baseline);
+      // During slow start a window needs only time, not `windowSamples` (at a limit of 1 and 20 ms
+      // a request, ten samples would take 200 ms a window while requests wait).
+      if (count < (starting ? 1 : windowSamples) || now - windowStart < span) return;
+      const shortMs = sum / count;
+      const meanInFlight = inFlightSum / count;
+      sum = 0;
+      count = 0;
+      inFlightSum = 0;
+      windowStart = now;
+      close(shortMs, meanInFlight);
+      used = 0;
+    },
+    stalled() {
+      estimate = Math.min(maxLimit, estimate + Math.sqrt(estimate));
+      limit = Math.max(minLimit, Math.min(maxLimit, Math.floor(estimate)));
+    },
+  };
+}

@@ -1,0 +1,131 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { type AdaptiveLimit, createAdaptiveLimit } from "../../../src/core/overload/adaptive_limit.ts";
+import { createManualClock } from "../../../src/testing/manual_clock.ts";
+
+// A server under a closed-loop storm keeps every permit busy: each window, `limit` requests
+// are in flight and their latency is what the model says it is at that concurrency.
+type Model = (inFlight: number) => number;
+/** CPU-bound on one core: each request is 2 ms of work, so n in flight take 2n ms. */
+const cpu: Model = (n) => 2 * n;
+/** Waiting on a 20 ms upstream, then 0.2 ms of CPU: latency grows only past 100 in flight. */
+const io = (upstreamMs = 20): Model => (n) => Math.max(upstreamMs, 0.2 * n);
+
+/** Runs `windows` windows of 10 samples each, 20 ms apart; returns the limit after each window. */
+function drive(adaptive: AdaptiveLimit, clock: ReturnType<typeof createManualClock>, model: Model, windows: number, demand = Infinity): number[] {
+  const limits: number[] = [];
+  for (let w = 0; w < windows; w++) {
+    const inFlight = Math.min(adaptive.limit, demand);
+    const span = Math.max(100, 2 * (adaptive.baselineMs ?? 0));
+    for (let i = 0; i < 10; i++) {
+      clock.advance(Math.ceil(span / 10) + 1);
+      adaptive.sample(model(inFlight), inFlight, clock.now());
+    }
+    limits.push(adaptive.limit);
+  }
+  return limits;
+}
+
+const max = (xs: number[]) => Math.max(...xs);
+const min = (xs: number[]) => Math.min(...xs);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+
+describe("adaptive limit", () => {
+  test("adaptive limit: converges near the knee of a queueing model, from below and after a step in capacity", () => {
+    const clock = createManualClock();
+    const a = createAdaptiveLimit();
+    const limits = drive(a, clock, io(), 300);
+    const settled = limits.slice(100);
+    // Below 100 in flight nothing queues; past 200 the latency is over 2× (the tolerance) the baseline.
+    assert.ok(min(settled) >= 150 && max(settled) <= 230, `settled within [150, 230]: ${min(settled)}..${max(settled)}`);
+    assert.equal(a.baselineMs, 20);
+  });
+
+  test("adaptive limit: CPU-bound work keeps the limit small (latency grows with every permit)", () => {
+    const clock = createManualClock();
+    const a = createAdaptiveLimit();
+    const limits = drive(a, clock, cpu, 300);
+    // One core: a second permit only doubles the latency (the window lags a change of the
+    // limit by one, hence a sawtooth of 1–5 rather than a flat 1). From a start at 20 (a baseline
+    // measured with 20 already queueing) it stays bounded, though higher.
+    assert.ok(max(limits) <= 5, `at most 5 (10 ms) from the default start: ${max(limits)}`);
+    assert.ok(median(limits.slice(50)) <= 3, `mostly 1–3: median ${median(limits.slice(50))}`);
+    const late = createAdaptiveLimit({ initialLimit: 20 });
+    const fromHigh = drive(late, clock, cpu, 300);
+    assert.ok(max(fromHigh) <= 80, `bounded from a start at 20 too, though higher (its baseline holds 20 in the queue): ${max(fromHigh)}`);
+  });
+
+  test("adaptive limit: does not creep up under a moderate, steady overload", () => {
+    const clock = createManualClock();
+    const a = createAdaptiveLimit({ initialLimit: 20 });
+    // A pool of 20 workers, 10 ms each: past 20 in flight the latency grows in proportion.
+    const pool: Model = (n) => 10 * Math.max(1, n / 20);
+    const limits = drive(a, clock, pool, 5000);
+    const late = limits.slice(100);
+    // Equilibrium: 2× the pool's latency (the tolerance) at 40 in flight, plus one allowance of √40.
+    assert.ok(max(late) <= 48, `bounded after 5,000 windows: max ${max(late)}`);
+    assert.ok(max(limits.slice(-500)) <= max(limits.slice(100, 600)), "no higher at the end than early on");
+    assert.ok(min(late) >= 15, `and not throttled below the pool: min ${min(late)}`);
+  });
+
+  test("adaptive limit: recovers after an overload once latency is back to normal", () => {
+    const clock = createManualClock();
+    const a = createAdaptiveLimit();
+    const before = drive(a, clock, io(), 200).at(-1)!;
+    // Everything is slow for a while (a co-tenant, a GC storm), whatever the limit.
+    const during = drive(a, clock, () => 200, 40);
+    assert.ok(min(during) < before * 0.7, `the limit came down: ${min(during)} from ${before}`);
+    const after = drive(a, clock, io(), 40);
+    assert.ok(after.at(-1)! >= before * 0.9, `back to ${after.at(-1)} of ${before} within 40 windows`);
+  });
+
+  test("adaptive limit: an upstream that slows down is not throttled (halving the limit did not help: the baseline rises)", () => {
+    const clock = createManualClock();
+    const a = createAdaptiveLimit();
+    drive(a, clock, io(20), 200);
+    const limits = drive(a, clock, io(60), 200);
+    assert.ok(limits.at(-1)! >= 100, `waiting work keeps its permits: ${limits.at(-1)}`);
+    assert.ok(a.baselineMs! >= 60, `rebased to the slower upstream: ${a.baselineMs}`);
+  });
+
+  test("adaptive limit: no periodic re-measurement drops a steady limit to its floor", () => {
+    const clock = createManualClock();
+    const a = createAdaptiveLimit();
+    const limits = drive(a, clock, io(), 10_000).slice(200);
+    assert.ok(min(limits) >= 0.8 * max(limits), `steady within 20% for ~30 simulated minutes: ${min(limits)}..${max(limits)}`);
+    assert.ok(min(limits) > a.minLimit * 10);
+  });
+
+  test("adaptive limit: does not grow while fewer than half its permits are used (app-limited)", () => {
+    const clock = createManualClock();
+    const a = createAdaptiveLimit({ initialLimit: 40 });
+    const limits = drive(a, clock, io(), 500, 19);
+    assert.equal(max(limits), 40, "19 of 40 in use: the latency says nothing about the limit");
+    const busy = drive(a, clock, io(), 5, 20);
+    assert.ok(busy.at(-1)! > 40, "half in use: it grows");
+  });
+
+  test("adaptive limit: a window needs its samples (after slow start, which needs only time); negative or NaN latency is not a sample", () => {
+    const a = createAdaptiveLimit({ initialLimit: 10, windowSamples: 5, windowMs: 1 });
+    a.sample(10, 10, 0);
+    a.sample(10, 10, 1); // slow start: the span is enough
+    assert.equal(a.baselineMs, 10);
+    a.sample(40, 20, 30); // over tolerance: slow start ends
+    for (const t of [60, 70, 80, 90]) a.sample(5, 10, t);
+    a.sample(-5, 10, 95);
+    a.sample(Number.NaN, 10, 96);
+    assert.equal(a.baselineMs, 10, "four samples are not a window");
+    a.sample(5, 10, 100);
+    assert.equal(a.baselineMs, 5);
+  });
+
+  test("adaptive limit: bad options throw naming the field", () => {
+    assert.throws(() => createAdaptiveLimit({ minLimit: 0 }), /Cannot create adaptive limit as "minLimit" must be a positive integer: current value is 0/);
+    assert.throws(() => createAdaptiveLimit({ minLimit: 10, maxLimit: 5 }), /"maxLimit" must be at least "minLimit" \(10\): current value is 5/);
+    assert.throws(() => createAdaptiveLimit({ initialLimit: 2000 }), /"initialLimit" must be within \[1, 1000\]/);
+    assert.throws(() => createAdaptiveLimit({ tolerance: 0.9 }), /"tolerance" must be a finite number of at least 1/);
+    assert.throws(() => createAdaptiveLimit({ smoothing: 0 }), /"smoothing" must be a number in \(0, 1\]/);
+    assert.throws(() => createAdaptiveLimit({ windowMs: 0 }), /"windowMs" must be a positive integer/);
+    assert.throws(() => createAdaptiveLimit(7 as never), TypeError);
+  });
+});
