@@ -212,7 +212,7 @@ describe(`refusal sources: every refusal reaches onDeny and the exporter (${runt
     });
   });
 
-  test("refusal sources: concurrency limit (gate 7) → concurrency/shed", TIMEOUT, async () => {
+  test("refusal sources: concurrency limit (gate 7), no admission queue → concurrency/shed", TIMEOUT, async () => {
     const { metrics, denies, sinks } = watch();
     const h = holder();
     const open: RawConnection[] = [];
@@ -220,13 +220,55 @@ describe(`refusal sources: every refusal reaches onDeny and the exporter (${runt
       if (new URL(request.url).pathname === "/hold") (h.enter(), await h.held);
       return new Response("ok");
     };
-    await withServer(handler, { concurrencyLimit: 1, ...sinks }, async (handle) => {
+    await withServer(handler, { concurrencyLimit: 1, shedWaitMs: 0, ...sinks }, async (handle) => {
       try {
         await openGet(handle.address.port, "/hold", open);
         await h.waitStarted(1);
         assert.equal(await status(handle.address.port, "/"), 503);
         assert.equal(await denials(metrics, "concurrency", "shed"), 1);
         assertSaw(denies, "concurrency", "shed", 503);
+      } finally {
+        h.release();
+        for (const c of open) c.destroy();
+      }
+    });
+  });
+  test("refusal sources: concurrency limit (gate 7), a wait in the admission queue past shedWaitMs → concurrency/queue-timeout", TIMEOUT, async () => {
+    const { metrics, denies, sinks } = watch();
+    const h = holder();
+    const open: RawConnection[] = [];
+    const handler = async (request: Request) => {
+      if (new URL(request.url).pathname === "/hold") (h.enter(), await h.held);
+      return new Response("ok");
+    };
+    await withServer(handler, { concurrencyLimit: 1, shedWaitMs: 20, ...sinks }, async (handle) => {
+      try {
+        await openGet(handle.address.port, "/hold", open);
+        await h.waitStarted(1);
+        assert.equal(await status(handle.address.port, "/"), 503);
+        assert.equal(await denials(metrics, "concurrency", "queue-timeout"), 1);
+        assertSaw(denies, "concurrency", "queue-timeout", 503);
+      } finally {
+        h.release();
+        for (const c of open) c.destroy();
+      }
+    });
+  });
+  test("refusal sources: concurrency limit (gate 7), the admission queue full → concurrency/queue-full", TIMEOUT, async () => {
+    const { metrics, denies, sinks } = watch();
+    const h = holder();
+    const open: RawConnection[] = [];
+    const handler = async (request: Request) => {
+      if (new URL(request.url).pathname === "/hold") (h.enter(), await h.held);
+      return new Response("ok");
+    };
+    await withServer(handler, { concurrencyLimit: 1, maxWaiting: 0, ...sinks }, async (handle) => {
+      try {
+        await openGet(handle.address.port, "/hold", open);
+        await h.waitStarted(1);
+        assert.equal(await status(handle.address.port, "/"), 503);
+        assert.equal(await denials(metrics, "concurrency", "queue-full"), 1);
+        assertSaw(denies, "concurrency", "queue-full", 503);
       } finally {
         h.release();
         for (const c of open) c.destroy();

@@ -38,8 +38,10 @@ export class _FifoDeadlines {
   }
 
   #arm(ms: number): void {
-    // Unref'd: a pending deadline alone never keeps a process alive (the call's socket does).
-    this.#timer = this.#clock.setTimeout(() => this.#fire(), ms, { unref: true });
+    // Not unref'd: whoever awaits a call gets its answer within the timeout even when nothing
+    // else keeps the process alive (a script, a client without a socket); the timer lives
+    // only while calls are pending, so it holds a process for one timeout at most.
+    this.#timer = this.#clock.setTimeout(() => this.#fire(), ms);
   }
 
   #fire(): void {
