@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 // The benchmark suite over real HTTP (and the in-process figures that sit beside it).
-//   node bench/http/run.mjs [hot] [overload] [limiters] [drain] [size] [refusal] [--runs=3] [--runtimes=node,deno,bun] [--quick]
+//   node bench/http/run.mjs [hot] [overload] [limiters] [drain] [size] [refusal] [redis] [--runs=3] [--runtimes=node,deno,bun] [--quick]
 //                           [--baseline <git-ref>]
 //   overload also takes --limit=N (serve-hygiene's concurrency limit) and --sweep=1,2,4,… (a limit sweep,
 //   written to overload-sweep.md instead)
 //   --baseline <ref> (hot, refusal): the library as it was at <ref> (git archive into a temporary
 //   directory, removed at the end) runs the serve-hygiene subjects next to this checkout's, in the
 //   same rounds: before and after side by side in one run.
-// No part named: all six. Each server is a child pinned with `taskset -c 1`; the load
+// No part named: all seven (redis needs redis-server). Each server is a child pinned with `taskset -c 1`; the load
 // generator (wrk -t1, else autocannon) is pinned with `taskset -c 0`; load goes to 127.0.0.1
 // only; every run is bounded in time; each figure is the median of --runs runs, and the
 // cases compared are interleaved run by run. Writes bench/results/<part>.{md,json[,svg]}.
@@ -21,8 +21,9 @@ import { drain } from "./part_drain.mjs";
 import { limiters } from "./part_limiters.mjs";
 import { size } from "./part_size.mjs";
 import { refusal } from "./part_refusal.mjs";
+import { redis } from "./part_redis.mjs";
 
-const PARTS = { hot: hotPath, overload, limiters, drain, size, refusal };
+const PARTS = { hot: hotPath, overload, limiters, drain, size, refusal, redis };
 const argv = process.argv.slice(2);
 // `--name=value`, or `--name value` for the options that take one.
 const TAKES_VALUE = new Set(["baseline"]);
@@ -49,7 +50,7 @@ if (opts.runs < 1) throw new Error("--runs must be at least 1");
 // --quick figures are not results: they go to a temporary directory, never over bench/results.
 const results = quick ? join(tmpdir(), "serve-hygiene-bench-quick") : join(root, "bench", "results");
 mkdirSync(results, { recursive: true });
-const needsHttp = parts.some((p) => ["hot", "overload", "drain", "refusal"].includes(p));
+const needsHttp = parts.some((p) => ["hot", "overload", "drain", "refusal", "redis"].includes(p));
 const gen = needsHttp ? detectLoadGenerator() : undefined;
 if (parts.some((p) => p !== "size")) compileForNode();
 const env = { ...environment(gen), current: describeCurrent() };
