@@ -74,7 +74,7 @@ const steps = {
     // Deno checks what it would serve from JSR; the Bun adapter needs Bun's globals, which
     // tsc (with bun-types) checks instead.
     const deno = await run("deno check", bin("deno"), [
-      "check", "--quiet", "src/mod.ts", "src/adapters/deno/mod.ts", "src/adapters/node/mod.ts", "src/hono/mod.ts", "src/prometheus/mod.ts",
+      "check", "--quiet", "src/mod.ts", "src/adapters/deno/mod.ts", "src/adapters/node/mod.ts", "src/hono/mod.ts", "src/prometheus/mod.ts", "src/redis/mod.ts",
     ]);
     const ok = tsc.code === 0 && deno.code === 0;
     return { ok, line: `typecheck: tsc ${tsc.code === 0 ? "ok" : "FAILED"}, deno check ${deno.code === 0 ? "ok" : "FAILED"}` };

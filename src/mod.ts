@@ -4,7 +4,8 @@
  * client key, the lifecycle (shutdown controller, drain, health, exit codes), the shed
  * logger, the errors, the manual clock for tests, and their types. Adapters live at
  * `serve-hygiene/bun`, `serve-hygiene/deno` and `serve-hygiene/node`; Hono middleware at
- * `serve-hygiene/hono`; the prom-client exporter at `serve-hygiene/prometheus`.
+ * `serve-hygiene/hono`; the prom-client exporter at `serve-hygiene/prometheus`; the Redis
+ * store that shares keyed limits across instances at `serve-hygiene/redis`.
  *
  * The list is explicit: the core's building blocks (deadline wheel, keyed gates, key table,
  * config resolution, the adapters' serve path) are not part of the API
@@ -35,6 +36,7 @@ export {
   createConcurrencyLimit,
   createFixedWindowLimiter,
   createInFlightLimiter,
+  createRateStore,
   createScopedLimiter,
   createTokenBucketLimiter,
   denyResponse,
@@ -64,10 +66,27 @@ export type {
   ScopedLimiter,
   ScopedLimiterOptions,
   ScopedRateDecision,
+  SharedLimiterOptions,
+  SharedRateLimiter,
+  SharedScopedLimiter,
   SizeGauge,
+  StoreFailureMode,
   Slot,
   TokenBucketLimiter,
   TokenBucketLimiterOptions,
+} from "./core/mod.ts";
+
+// Shared stores: the contract a backend (serve-hygiene/redis, or your own) fulfils.
+export type {
+  RateAlgorithm,
+  RateStore,
+  RateStoreBackend,
+  RateStoreCheck,
+  RateStoreFailure,
+  RateStoreFailureReason,
+  RateStoreOptions,
+  RateStoreReply,
+  RateStoreResult,
 } from "./core/mod.ts";
 
 // The client key.
@@ -110,6 +129,7 @@ export type {
   ShedLoggerOptions,
   ShutdownSignal,
   SignalApi,
+  StoreEvent,
   TimerHandle,
   TimerOptions,
 } from "./core/mod.ts";

@@ -42,15 +42,31 @@ export interface RequestEvent {
 /** A regulator's own state was broken; it failed open or closed as documented. */
 export interface FaultEvent {
   readonly type: "fault";
-  /** Which regulator, e.g. "rate-limiter", "load-monitor", "cleanup". */
+  /** Which regulator, e.g. "rate-limiter", "rate-store", "load-monitor", "cleanup". */
   readonly source: string;
   readonly error: unknown;
   /** What the regulator did about it: "closed" (denied) or "open" (allowed). */
   readonly failed: "open" | "closed";
 }
 
+/**
+ * A shared rate store (`serve-hygiene/redis`, or any {@linkcode RateStoreBackend}) changed
+ * state: after repeated failures its limiters fall back to their in-memory insurance limiter
+ * (`"fallback"`), and a half-open probe that succeeded ends that (`"recovered"`).
+ */
+export interface StoreEvent {
+  readonly type: "store";
+  readonly state: "fallback" | "recovered";
+  /** The store's name (configuration, e.g. "redis"); never a client key. */
+  readonly store: string | undefined;
+  /** Fallback: the consecutive failures that opened the breaker. */
+  readonly failures?: number;
+  /** Fallback: the last failure (a timeout error, the client's error). */
+  readonly error?: unknown;
+}
+
 /** Every event the core emits. */
-export type HygieneEvent = DenyEvent | RequestEvent | FaultEvent;
+export type HygieneEvent = DenyEvent | RequestEvent | FaultEvent | StoreEvent;
 
 /** Receives the core's events. Must not throw; a sink that throws is ignored for that event. */
 export type EventSink = (event: HygieneEvent) => void;

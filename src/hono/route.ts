@@ -11,6 +11,7 @@ import {
   denyResponse,
   type InFlightLimiterOptions,
   type RateLimiter,
+  type SharedRateLimiter,
   rateLimitedResponse,
 } from "../core/mod.ts";
 import { _requireContext, hygieneContext, peerOf } from "./context.ts";
@@ -83,8 +84,8 @@ export const noTimeout = (): MiddlewareHandler =>
 
 /** Options of {@linkcode rateLimit}. */
 export interface RateLimitOptions {
-  /** The limiter (fixed window or token bucket), e.g. an auth-class one for /login. */
-  limiter: RateLimiter;
+  /** The limiter (fixed window or token bucket, in memory or over a shared store), e.g. an auth-class one for /login. */
+  limiter: RateLimiter | SharedRateLimiter;
   /** The client key: the guard's (when present), else derived from the peer with these options or this function. */
   key?: ClientKeyOptions | ClientKeyFunction;
   /** Adds the IETF RateLimit fields to 429s. @default false */
@@ -108,7 +109,8 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
   const keyOf = typeof options.key === "function" ? options.key : createClientKey(options.key);
   return async function rateLimit(c, next) {
     const key = hygieneContext(c)?.key ?? keyOf(c.req.raw, { peer: peerOf(c) });
-    const decision = options.limiter.take(key);
+    const taken = options.limiter.take(key);
+    const decision = taken instanceof Promise ? await taken : taken;
     if (!decision.allowed) return rateLimitedResponse(decision, { rateLimitHeaders: options.headers === true });
     await next();
   };

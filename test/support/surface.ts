@@ -19,6 +19,7 @@ export const PUBLIC_SURFACE: Readonly<Record<string, readonly string[]>> = {
     "createHost",
     "createInFlightLimiter",
     "createManualClock",
+    "createRateStore",
     "createScopedLimiter",
     "createShedLogger",
     "createShutdownController",
@@ -39,6 +40,7 @@ export const PUBLIC_SURFACE: Readonly<Record<string, readonly string[]>> = {
   "./node": ["createNodeHost", "serve"],
   "./hono": ["bodyLimit", "hygiene", "hygieneContext", "inFlightCap", "noTimeout", "peerOf", "rateLimit", "timeout"],
   "./prometheus": ["createPrometheusExporter"],
+  "./redis": ["createRedisStore", "fromBunRedis", "fromNodeRedis"],
 };
 
 /** The runtime value names of a loaded module, sorted as the pin is. */

@@ -4,9 +4,10 @@
 // here (429 + Retry-After, RateLimit fields).
 import type { EventSink } from "../events.ts";
 import type { _KeyedParts } from "../limits/keyed_gates.ts";
+import type { RateDecision } from "../limits/rate_limiter.ts";
 import { rateLimitedResponse } from "../limits/rate_headers.ts";
 import type { _Admission } from "../request/admission.ts";
-import { type Gate, PASS } from "./gate.ts";
+import { type Gate, type GateVerdict, PASS } from "./gate.ts";
 import { _keyFor } from "./_client_key.ts";
 
 /** The rate-limit gate over the keyed parts (their `rate` must be set). */
@@ -20,12 +21,17 @@ export function _rateLimitGate(parts: _KeyedParts, sink: EventSink): Gate {
       const failed = _keyFor(a, parts, sink);
       if (failed !== undefined) return failed;
       const d = take(a.request, a.key!, a.startedAt);
-      if (d.allowed) return PASS;
-      // Without the RateLimit fields the guard's prebuilt 429 is the same answer.
-      const reason = d.reason ?? "over-limit";
-      return headers === undefined
-        ? { reason, status: 429, retryAfterMs: d.retryAfterMs, reported: true }
-        : { reason, status: 429, reported: true, response: rateLimitedResponse(d, headers) };
+      // A shared store's answer comes later (within its timeout); other requests go on meanwhile.
+      return d instanceof Promise ? d.then(verdict) : verdict(d);
     },
   };
+
+  function verdict(d: RateDecision): GateVerdict {
+    if (d.allowed) return PASS;
+    // Without the RateLimit fields the guard's prebuilt 429 is the same answer.
+    const reason = d.reason ?? "over-limit";
+    return headers === undefined
+      ? { reason, status: 429, retryAfterMs: d.retryAfterMs, reported: true }
+      : { reason, status: 429, reported: true, response: rateLimitedResponse(d, headers) };
+  }
 }

@@ -5,9 +5,11 @@ import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _PressuredTable } from "./_pressure.ts";
 import { _durationMs, _options, _positiveInt, _given } from "../_validate.ts";
 import { _badClock, _checkCost, _corrupt, _decision, _emitFault, _emitRateDeny, _label } from "./_rate.ts";
+import type { RateStore } from "./rate_store.ts";
+import { _sharedLimiter, type SharedLimiterOptions, type SharedRateLimiter } from "./shared_limiter.ts";
 
-/** Options of {@linkcode createFixedWindowLimiter}. */
-export interface FixedWindowLimiterOptions {
+/** Options of {@linkcode createFixedWindowLimiter}. With `store`, see {@linkcode SharedLimiterOptions}. */
+export interface FixedWindowLimiterOptions extends SharedLimiterOptions {
   /** Cost units (requests) one key may spend per window. @default 600 */
   limit?: number;
   /** The window, in milliseconds. @default 60_000 */
@@ -71,8 +73,15 @@ interface _Window {
  * clock.advance(1000);
  * console.assert(limiter.take("10.0.0.1").allowed);
  * ```
+ *
+ * With a `store` the budgets live there, shared by every instance using it (each window
+ * timed by the store's clock), and the result is a {@linkcode SharedRateLimiter}: see
+ * {@linkcode SharedLimiterOptions} for its local fast path and its failure behaviour.
  */
-export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): FixedWindowLimiter {
+export function createFixedWindowLimiter(options: FixedWindowLimiterOptions & { store: RateStore }): SharedRateLimiter;
+export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions & { store?: undefined }): FixedWindowLimiter;
+export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): FixedWindowLimiter | SharedRateLimiter;
+export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): FixedWindowLimiter | SharedRateLimiter {
   const what = "create fixed window limiter";
   const o = _options(what, options);
   const limit = _positiveInt(what, "limit", _given(o.limit, 600));
@@ -81,6 +90,21 @@ export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): F
   const clock = o.clock ?? systemClock;
   const name = _label(what, o.name);
   const sink = o.onEvent;
+  if (o.store !== undefined) {
+    return _sharedLimiter({
+      what,
+      algorithm: "fixed-window",
+      name,
+      limit,
+      windowMs,
+      intervalMs: windowMs,
+      maxKeys,
+      clock,
+      failClosedRetryAfterMs: windowMs,
+      onEvent: sink,
+      insurance: (n) => createFixedWindowLimiter({ limit: Math.max(1, Math.floor(limit / n)), windowMs, maxKeys, clock, name, onEvent: sink }),
+    }, o);
+  }
   const tables = new _PressuredTable<_Window>(maxKeys, (w) => w.start + windowMs);
   const table = tables.keys;
 

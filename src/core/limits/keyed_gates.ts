@@ -5,14 +5,16 @@ import { rateLimitedResponse } from "./rate_headers.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _oneRule } from "../gates/_one_rule.ts";
 import { denyResponse } from "../request/responses.ts";
-import { createScopedLimiter, type ScopedLimiter } from "./scopes.ts";
+import { createScopedLimiter, type ScopedLimiter, type SharedScopedLimiter } from "./scopes.ts";
+import { _isShared, type SharedRateLimiter } from "./shared_limiter.ts";
 import type { PeerAddress } from "../host/server.ts";
 import { _emit } from "../_emit.ts";
 import { _given, _object, _show } from "../_validate.ts";
 
 /** One budget of gate 5: a limiter, the scope it speaks for, and how a request picks its bucket. */
 export interface RateLimitRule {
-  limiter: RateLimiter;
+  /** An in-memory limiter, or one over a shared store (its check may then wait for the store, never past its timeout). */
+  limiter: RateLimiter | SharedRateLimiter;
   /**
    * The scope reported on refusal: "global", "listener", "tenant", "client", … Rules are
    * checked in the order given — list them coarse to fine.
@@ -50,7 +52,7 @@ export type KeyedVerdict =
 
 /** Gates 4 and 5, composed. */
 export interface KeyedGates {
-  /** Checks the request; synchronous unless the request waits for an in-flight slot (a shed wait). */
+  /** Checks the request; synchronous unless it waits for a shared store or for an in-flight slot (a shed wait). */
   check(request: Request, peer: PeerAddress | undefined, now: number): KeyedVerdict | Promise<KeyedVerdict>;
   readonly inFlight: ReturnType<typeof createInFlightLimiter> | undefined;
 }
@@ -58,8 +60,8 @@ export interface KeyedGates {
 /** The parts of gates 5 and 6, built once from the options (validated here). */
 export interface _KeyedParts {
   readonly keyOf: ClientKeyFunction;
-  /** Gate 5: charges the request's budgets; undefined without rules. */
-  readonly rate: ((request: Request, key: string, now: number) => RateDecision) | undefined;
+  /** Gate 5: charges the request's budgets (a promise when a shared store is asked); undefined without rules. */
+  readonly rate: ((request: Request, key: string, now: number) => RateDecision | Promise<RateDecision>) | undefined;
   readonly rateLimitHeaders: boolean;
   /** Gate 6; undefined without `inFlightPerKey`. */
   readonly inFlight: InFlightLimiter | undefined;
@@ -79,7 +81,7 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink): _Keyed
   if (rules.length === 0 && perKey === undefined) return undefined;
   type Ctx = { request: Request; key: string };
   // Built for one rule too: it validates the rules, and `createKeyedGates` uses it.
-  const scoped: ScopedLimiter<Ctx> | undefined = rules.length === 0 ? undefined : createScopedLimiter<Ctx>({
+  const scoped: ScopedLimiter<Ctx> | SharedScopedLimiter<Ctx> | undefined = rules.length === 0 ? undefined : createScopedLimiter<Ctx>({
     scopes: rules.map((rule) => {
       const pick = rule.key;
       return {
@@ -91,11 +93,12 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink): _Keyed
     onEvent: sink,
   });
   const inFlight = perKey === undefined ? undefined : createInFlightLimiter({ overall: Infinity, ...perKey, onEvent: sink });
-  const one = rules.length === 1 ? rules[0]! : undefined;
+  // One in-memory rule asks its limiter directly; a shared one goes through the scoped take.
+  const one = rules.length === 1 && !_isShared(rules[0]!.limiter) ? rules[0]! : undefined;
   const rate = scoped === undefined
     ? undefined
     : one !== undefined
-    ? _oneRule(one.limiter, scoped.scopes[0]!, one.key, sink)
+    ? _oneRule(one.limiter as RateLimiter, scoped.scopes[0]!, one.key, sink)
     : (request: Request, key: string, now: number) => scoped.take({ request, key }, 1, now);
   return { keyOf, rate, rateLimitHeaders: options.rateLimitHeaders === true, inFlight };
 }
@@ -122,10 +125,15 @@ export function createKeyedGates(options: KeyedGatesOptions, sink: EventSink): K
         _emit([sink], { type: "deny", layer: "rate", reason: "limiter-error", status: 429, retryAfterMs: 1000 });
         return { ok: false, response: denyResponse(429, { retryAfterMs: 1000 }) };
       }
-      if (rate !== undefined) {
-        const d = rate(request, key, now);
-        if (!d.allowed) return { ok: false, response: rateLimitedResponse(d, { rateLimitHeaders: headers }) };
-      }
+      if (rate === undefined) return perKey(request, key);
+      const d = rate(request, key, now);
+      const after = (d: RateDecision): KeyedVerdict | Promise<KeyedVerdict> =>
+        d.allowed ? perKey(request, key) : { ok: false, response: rateLimitedResponse(d, { rateLimitHeaders: headers }) };
+      return d instanceof Promise ? d.then(after) : after(d);
+    },
+  };
+
+  function perKey(request: Request, key: string): KeyedVerdict | Promise<KeyedVerdict> {
       if (inFlight === undefined) return { ok: true, key, slot: undefined };
       // Synchronous unless this request has to wait (its key at its cap, with a shed wait).
       const slot = inFlight.enter(key, request.signal);
@@ -135,6 +143,5 @@ export function createKeyedGates(options: KeyedGatesOptions, sink: EventSink): K
         return { ok: false, response: s.reason === "aborted" ? undefined : denyResponse(s.status, { retryAfterMs: s.retryAfterMs }) };
       };
       return slot instanceof Promise ? slot.then(verdict) : verdict(slot);
-    },
-  };
+  }
 }

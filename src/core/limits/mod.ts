@@ -7,5 +7,7 @@ export * from "./inflight_limit.ts";
 export * from "./keyed_gates.ts";
 export * from "./rate_headers.ts";
 export * from "./rate_limiter.ts";
+export * from "./rate_store.ts";
 export * from "./scopes.ts";
+export * from "./shared_limiter.ts";
 export * from "./token_bucket.ts";

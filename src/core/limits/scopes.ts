@@ -3,13 +3,19 @@ import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _show } from "../_validate.ts";
 import { _checkCost, _decision, _emitFault, _emitRateDeny } from "./_rate.ts";
+import { _isShared, type SharedRateLimiter } from "./shared_limiter.ts";
+import { _sharedScopedTake } from "./_scoped_shared.ts";
 
 /** One budget of a {@linkcode ScopedLimiter}. */
 export interface RateScope<C> {
   /** The scope's name, reported on refusal: "global", "listener", "tenant", "tenant-total", … */
   name: string;
-  /** The limiter holding this scope's budgets. One limiter per scope: it may not be shared. */
-  limiter: RateLimiter;
+  /**
+   * The limiter holding this scope's budgets. One limiter per scope: it may not be shared.
+   * Limiters over a store (`store` option) make the scoped limiter's `take` asynchronous when
+   * it calls the store; they must all use one store and distinct names.
+   */
+  limiter: RateLimiter | SharedRateLimiter;
   /**
    * Picks the bucket of this scope for a request. A scope without one is a single shared
    * bucket (keyed by the scope's name), e.g. "global".
@@ -50,6 +56,20 @@ export interface ScopedLimiter<C> {
    * admit: a caller over its own budget does not drain a shared one.
    */
   take(ctx: C, cost?: number, now?: number): ScopedRateDecision;
+}
+
+/**
+ * A scoped limiter with scopes over a shared store: `take` answers with a promise when it
+ * calls the store (once, for every shared scope), synchronously when answered locally.
+ */
+export interface SharedScopedLimiter<C> {
+  /** The scope names, coarsest first. */
+  readonly scopes: readonly string[];
+  /**
+   * Asks the in-memory scopes first (a refusal costs no round-trip), then every shared scope
+   * in one store call that charges them all or none, then charges the in-memory scopes.
+   */
+  take(ctx: C, cost?: number, now?: number): ScopedRateDecision | Promise<ScopedRateDecision>;
 }
 
 function _scoped(d: RateDecision, scope: string): ScopedRateDecision {
@@ -93,20 +113,29 @@ function _scoped(d: RateDecision, scope: string): ScopedRateDecision {
  * console.assert(!refused.allowed && refused.scope === "tenant");
  * console.assert(scoped.take({ tenant: "b" }).remaining === 0); // tenant b's own budget of 1
  * ```
+ *
+ * Scopes over a shared store (limiters given a `store`) are checked and charged in one
+ * store call, all or nothing across every instance; the in-memory scopes are peeked before
+ * it and charged after it admits. Between the two another request of this process may spend
+ * an in-memory budget: the request is then denied though its shared scopes were charged
+ * (never the reverse: nothing is admitted over a budget).
  */
-export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): ScopedLimiter<C> {
+export function createScopedLimiter<C>(options: ScopedLimiterOptions<C> & { scopes: readonly (RateScope<C> & { limiter: RateLimiter })[] }): ScopedLimiter<C>;
+export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): SharedScopedLimiter<C>;
+export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): ScopedLimiter<C> | SharedScopedLimiter<C> {
   const what = "create scoped limiter";
   const scopes = options?.scopes;
   if (!Array.isArray(scopes) || scopes.length === 0) {
     throw new TypeError(`Cannot ${what} as "scopes" must be a non-empty array: current value is ${_show(scopes)}`);
   }
   const names = new Set<string>();
-  const limiters = new Set<RateLimiter>();
+  const limiters = new Set<RateLimiter | SharedRateLimiter>();
   for (const s of scopes) {
     if (typeof s?.name !== "string" || names.has(s.name)) {
       throw new TypeError(`Cannot ${what} as every scope needs a distinct "name": current value is ${_show(s?.name)}`);
     }
-    if (typeof s.limiter?.take !== "function" || typeof s.limiter.peek !== "function" || limiters.has(s.limiter)) {
+    const l = s.limiter;
+    if (typeof l?.take !== "function" || (!_isShared(l) && typeof (l as RateLimiter).peek !== "function") || limiters.has(l)) {
       // One limiter in two scopes would be peeked twice as if unshared, then overcharged.
       throw new TypeError(`Cannot ${what} as scope ${_show(s.name)} needs a limiter of its own`);
     }
@@ -116,9 +145,18 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): Scoped
     names.add(s.name);
     limiters.add(s.limiter);
   }
-  const list = scopes.map((s) => ({ name: s.name, limiter: s.limiter, key: s.key }));
+  const list = scopes.map((s) => ({ name: s.name, limiter: s.limiter as RateLimiter, key: s.key }));
   const clock = options.clock ?? list[0]!.limiter.clock;
   const sink = options.onEvent;
+  const shared = scopes.filter((s) => _isShared(s.limiter)).map((s) => s.limiter as SharedRateLimiter);
+  if (shared.length > 0) {
+    if (new Set(shared.map((l) => l.store)).size > 1) {
+      throw new TypeError(`Cannot ${what} as its shared scopes must use one store (one call charges them all or none)`);
+    }
+    if (new Set(shared.map((l) => `${l.algorithm}:${l.name}`)).size < shared.length) {
+      throw new TypeError(`Cannot ${what} as its shared scopes' limiters must have distinct names (a name is a budget in the store)`);
+    }
+  }
 
   const refuse = (d: RateDecision, scope: (typeof list)[number]): ScopedRateDecision => {
     _emitRateDeny(sink, d, scope.limiter.name, scope.name);
@@ -134,6 +172,13 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): Scoped
     const ms = typeof hint === "number" && hint > 0 && hint < Infinity ? hint : 1000;
     return refuse(_decision(false, ms, 0, limit, ms, windowMs, "limiter-error"), scope);
   };
+
+  if (shared.length > 0) {
+    return {
+      scopes: Object.freeze(list.map((s) => s.name)),
+      take: _sharedScopedTake<C, ScopedRateDecision>(list, clock, sink, refuse, failClosed, _scoped),
+    };
+  }
 
   return {
     scopes: Object.freeze(list.map((s) => s.name)),

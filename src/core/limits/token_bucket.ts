@@ -14,9 +14,11 @@ import {
   _label,
   _positiveFinite,
 } from "./_rate.ts";
+import type { RateStore } from "./rate_store.ts";
+import { _sharedLimiter, type SharedLimiterOptions, type SharedRateLimiter } from "./shared_limiter.ts";
 
-/** Options of {@linkcode createTokenBucketLimiter}. */
-export interface TokenBucketLimiterOptions {
+/** Options of {@linkcode createTokenBucketLimiter}. With `store`, see {@linkcode SharedLimiterOptions}. */
+export interface TokenBucketLimiterOptions extends SharedLimiterOptions {
   /** Sustained rate: cost units one key earns per second. May be fractional (0.5 = one per 2 s). */
   ratePerSecond: number;
   /** Bucket size: cost units one key may spend at once after being idle. A positive integer. */
@@ -84,8 +86,15 @@ const SLACK_MS = 1e-6;
  * clock.advance(200);
  * console.assert(limiter.take("k").allowed);
  * ```
+ *
+ * With a `store` each key's TAT lives there, shared by every instance using it (timed by
+ * the store's clock), and the result is a {@linkcode SharedRateLimiter}: see
+ * {@linkcode SharedLimiterOptions} for its local fast path and its failure behaviour.
  */
-export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): TokenBucketLimiter {
+export function createTokenBucketLimiter(options: TokenBucketLimiterOptions & { store: RateStore }): SharedRateLimiter;
+export function createTokenBucketLimiter(options: TokenBucketLimiterOptions & { store?: undefined }): TokenBucketLimiter;
+export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): TokenBucketLimiter | SharedRateLimiter;
+export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): TokenBucketLimiter | SharedRateLimiter {
   const what = "create token bucket limiter";
   const o = _options(what, options);
   const ratePerSecond = _positiveFinite(what, "ratePerSecond", o.ratePerSecond);
@@ -96,6 +105,22 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
   const sink = o.onEvent;
   const interval = 1000 / ratePerSecond;
   const tolerance = burst * interval;
+  if (o.store !== undefined) {
+    return _sharedLimiter({
+      what,
+      algorithm: "token-bucket",
+      name,
+      limit: burst,
+      windowMs: tolerance,
+      intervalMs: interval,
+      maxKeys,
+      clock,
+      failClosedRetryAfterMs: interval,
+      onEvent: sink,
+      insurance: (n) =>
+        createTokenBucketLimiter({ ratePerSecond: ratePerSecond / n, burst: Math.max(1, Math.floor(burst / n)), maxKeys, clock, name, onEvent: sink }),
+    }, o);
+  }
   const tables = new _PressuredTable<_Tat>(maxKeys, (e) => e.tat);
   const table = tables.keys;
 

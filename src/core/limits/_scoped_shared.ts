@@ -1,0 +1,88 @@
+// The take of a scoped limiter with scopes over a shared store (scopes.ts builds it): the
+// in-memory scopes are peeked first (a refusal costs no round-trip), then every shared scope
+// is asked in one store call that charges all or none (_shared_take.ts), then the in-memory
+// scopes are charged. Not re-exported.
+import type { Clock } from "../clock.ts";
+import type { EventSink } from "../events.ts";
+import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
+import { _checkCost } from "./_rate.ts";
+import { _SHARED, type _Member, type _SharedView, _sharedTake } from "./_shared_take.ts";
+
+/** One scope as scopes.ts holds it. */
+export interface _ScopeEntry<C> {
+  readonly name: string;
+  readonly limiter: RateLimiter;
+  readonly key: ((ctx: C) => string) | undefined;
+}
+
+const _shared = (l: unknown): _SharedView | undefined =>
+  typeof l === "object" && l !== null && _SHARED in l ? (l as _SharedView) : undefined;
+
+/**
+ * The scoped take over shared scopes. `refuse` reports a denial at a scope (deny event);
+ * `failClosed` denies at a scope whose key function or limiter threw; `scoped` labels an
+ * allowed decision with its scope.
+ */
+export function _sharedScopedTake<C, D>(
+  list: readonly _ScopeEntry<C>[],
+  clock: Clock,
+  sink: EventSink | undefined,
+  refuse: (d: RateDecision, scope: _ScopeEntry<C>) => D,
+  failClosed: (error: unknown, scope: _ScopeEntry<C>) => D,
+  scoped: (d: RateDecision, scope: string) => D,
+): (ctx: C, cost?: number, now?: number) => D | Promise<D> {
+  const shared = list.map((s) => _shared(s.limiter));
+  const sharedAt = list.flatMap((_, i) => (shared[i] === undefined ? [] : [i]));
+  return (ctx, cost = 1, at) => {
+    let now: number;
+    try {
+      now = at === undefined ? clock.now() : at;
+    } catch (error) {
+      return failClosed(error, list[0]!);
+    }
+    if (cost !== 1) for (const s of list) _checkCost("take from scoped limiter", cost, s.limiter.limit);
+    const keys: string[] = new Array(list.length);
+    for (let i = 0; i < list.length; i++) {
+      const scope = list[i]!;
+      try {
+        keys[i] = scope.key === undefined ? scope.name : scope.key(ctx);
+      } catch (error) {
+        return failClosed(error, scope);
+      }
+      if (shared[i] !== undefined) continue;
+      let d: RateDecision;
+      try {
+        d = scope.limiter.peek(keys[i]!, cost, now);
+      } catch (error) {
+        return failClosed(error, scope);
+      }
+      if (!d.allowed) return refuse(d, scope);
+    }
+    const members: _Member[] = sharedAt.map((i) => ({ limiter: shared[i]!, key: keys[i]! }));
+    const settle = (v: { d: RateDecision; at: number }): D => {
+      const at = sharedAt[v.at]!;
+      if (!v.d.allowed) return refuse(v.d, list[at]!);
+      let tightest = v.d;
+      let tightestAt = at;
+      for (let i = 0; i < list.length; i++) {
+        if (shared[i] !== undefined) continue;
+        let d: RateDecision;
+        try {
+          d = list[i]!.limiter.take(keys[i]!, cost, now);
+        } catch (error) {
+          return failClosed(error, list[i]!);
+        }
+        // Another request of this process spent the budget during the call: denied (the
+        // shared scopes stay charged; nothing is admitted over a budget).
+        if (!d.allowed) return refuse(d, list[i]!);
+        if (d.remaining < tightest.remaining || (d.remaining === tightest.remaining && i < tightestAt)) {
+          tightest = d;
+          tightestAt = i;
+        }
+      }
+      return scoped(tightest, list[tightestAt]!.name);
+    };
+    const v = _sharedTake(members, cost, now, sink);
+    return v instanceof Promise ? v.then(settle) : settle(v);
+  };
+}

@@ -1,0 +1,160 @@
+// The take of one or more shared limiters (one scoped request's shared scopes), all or
+// nothing, in one store call. Not re-exported. In order, each answering at once when it can:
+//   1. the denied-key cache: a key the store denied until T is denied here until T;
+//   2. the local pre-checks (peeked, then all charged);
+//   3. the store: "fallback" → the insurance limiters (peeked, then all charged);
+//      "saturated" → the failure mode; else one call, settling within the store's timeout,
+//      whose reply is used as is (denials cached), or whose failure takes the failure mode.
+// Deny events are the caller's (it knows the scope); fault events go to `sink`.
+import type { EventSink } from "../events.ts";
+import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
+import type { RateStore, RateStoreCheck, RateStoreFailure, RateStoreReply, RateStoreResult } from "./rate_store.ts";
+import type { _KeyTable } from "./_key_table.ts";
+import { _emit } from "../_emit.ts";
+import { _badClock, _decision } from "./_rate.ts";
+
+/** A cached denial: the key is denied, for a cost of at least `cost`, until `until`. */
+export interface _DeniedEntry {
+  until: number;
+  cost: number;
+}
+
+/** The parts of a shared limiter kept off its public interface. */
+export interface _SharedParts {
+  readonly check: (key: string, cost: number) => RateStoreCheck;
+  readonly denied: _KeyTable<_DeniedEntry>;
+}
+
+/** Where a shared limiter keeps its parts. */
+export const _SHARED: unique symbol = Symbol("serve-hygiene.shared-limiter") as never;
+
+/** What the take reads of a shared limiter (shared_limiter.ts's SharedRateLimiter fits). */
+export interface _SharedView {
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly failClosedRetryAfterMs: number;
+  readonly store: RateStore;
+  readonly failure: "open" | "closed";
+  readonly insurance: RateLimiter;
+  readonly localLimiter: RateLimiter | undefined;
+  readonly [_SHARED]: _SharedParts;
+}
+
+/** One shared limiter of a take, and the bucket asked of it. */
+export interface _Member {
+  readonly limiter: _SharedView;
+  readonly key: string;
+}
+
+/** A decision, and the member it speaks for (the first that denied; the tightest when allowed). */
+export interface _Verdict {
+  readonly d: RateDecision;
+  readonly at: number;
+}
+
+const parts = (m: _Member): _SharedParts => m.limiter[_SHARED];
+
+/** The member with the least remaining (the first on a tie), as the scoped limiter reports. */
+function _tightest(ds: readonly RateDecision[]): _Verdict {
+  let at = 0;
+  for (let i = 1; i < ds.length; i++) if (ds[i]!.remaining < ds[at]!.remaining) at = i;
+  return { d: ds[at]!, at };
+}
+
+/** Peeks every limiter, then charges them all; the first refusal (or throw) stops it. */
+function _local(list: readonly (RateLimiter | undefined)[], members: readonly _Member[], cost: number, now: number): _Verdict | RateDecision[] {
+  const out: RateDecision[] = [];
+  for (let i = 0; i < list.length; i++) {
+    const l = list[i];
+    if (l === undefined) continue;
+    const d = l.peek(members[i]!.key, cost, now);
+    if (!d.allowed) return { d, at: i };
+  }
+  for (let i = 0; i < list.length; i++) {
+    const l = list[i];
+    if (l !== undefined) out[i] = l.take(members[i]!.key, cost, now);
+  }
+  return out;
+}
+
+/** A failed call, the limiters' failure modes decide: any "closed" denies (at the first), else all admit. */
+function _failed(
+  members: readonly _Member[],
+  cost: number,
+  failure: RateStoreFailure,
+  sink: EventSink | undefined,
+  closed = false,
+): _Verdict {
+  const at = closed ? 0 : members.findIndex((m) => m.limiter.failure === "closed");
+  const error = failure.error ?? new RangeError(`The rate store had ${members[0]!.limiter.store.maxPending} calls outstanding (maxPending)`);
+  _emit([sink], { type: "fault", source: "rate-store", error, failed: at < 0 ? "open" : "closed" });
+  if (at >= 0) {
+    const l = members[at]!.limiter;
+    const ms = l.failClosedRetryAfterMs;
+    return { d: _decision(false, ms, 0, l.limit, ms, l.windowMs, "limiter-error"), at };
+  }
+  const l = members[0]!.limiter;
+  return { d: _decision(true, 0, l.limit - cost, l.limit, l.windowMs, l.windowMs, undefined), at: 0 };
+}
+
+/** The insurance limiters answer while the store falls back. */
+function _insured(members: readonly _Member[], cost: number, now: number, sink: EventSink | undefined): _Verdict {
+  try {
+    const ds = _local(members.map((m) => m.limiter.insurance), members, cost, now);
+    return Array.isArray(ds) ? _tightest(ds) : ds;
+  } catch (error) {
+    // A cost above an insurance limiter's share of the limit, or a broken limiter: denied.
+    return _failed(members, cost, { failure: "error", error }, sink, true);
+  }
+}
+
+function _result(m: _Member, r: RateStoreResult): RateDecision {
+  const l = m.limiter;
+  return _decision(r.allowed, r.allowed ? 0 : r.retryAfterMs, r.remaining, l.limit, r.resetMs, l.windowMs, r.allowed ? undefined : "over-limit");
+}
+
+/** Takes `cost` from every member's budget, all or nothing. Members share one store. */
+export function _sharedTake(members: readonly _Member[], cost: number, now: number, sink: EventSink | undefined): _Verdict | Promise<_Verdict> {
+  // A broken clock or local limiter is the limiter's own fault: denied whatever the failure mode.
+  if (now - now !== 0) return _failed(members, cost, { failure: "error", error: _badClock(now) }, sink, true);
+  for (let i = 0; i < members.length; i++) {
+    const m = members[i]!;
+    const denied = parts(m).denied;
+    const e = denied.get(m.key);
+    if (e === undefined) continue;
+    if (now < e.until) {
+      if (cost >= e.cost) {
+        const l = m.limiter;
+        const wait = e.until - now;
+        return { d: _decision(false, wait, 0, l.limit, wait, l.windowMs, "over-limit"), at: i };
+      }
+    } else denied.delete(m.key);
+  }
+  if (members.some((m) => m.limiter.localLimiter !== undefined)) {
+    try {
+      const pre = _local(members.map((m) => m.limiter.localLimiter), members, cost, now);
+      if (!Array.isArray(pre)) return pre;
+    } catch (error) {
+      return _failed(members, cost, { failure: "error", error }, sink, true);
+    }
+  }
+  const store = members[0]!.limiter.store;
+  const answer = store.call(members.map((m) => parts(m).check(m.key, cost)));
+  const settle = (a: RateStoreReply | RateStoreFailure): _Verdict => {
+    if ("failure" in a) return a.failure === "fallback" ? _insured(members, cost, now, sink) : _failed(members, cost, a, sink);
+    let first = -1;
+    for (let i = 0; i < members.length; i++) {
+      const r = a.results[i]!;
+      if (r.allowed) continue;
+      if (first < 0) first = i;
+      // Denied until `now + retryAfterMs` at the latest (the store decided after `now`): never cached too long.
+      const m = members[i]!;
+      const denied = parts(m).denied;
+      const entry = { until: now + r.retryAfterMs, cost };
+      if (denied.get(m.key) !== undefined || denied.makeRoom(now)) denied.set(m.key, entry);
+    }
+    if (first >= 0) return { d: _result(members[first]!, a.results[first]!), at: first };
+    return _tightest(members.map((m, i) => _result(m, a.results[i]!)));
+  };
+  return answer instanceof Promise ? answer.then(settle) : settle(answer);
+}

@@ -1,0 +1,98 @@
+// The Lua of the Redis store: one fragment per algorithm, mirroring the in-memory limiters'
+// arithmetic step for step (same IEEE doubles, same order of operations, state written with
+// %.17g so it reads back exactly), so a shared limiter answers as the in-memory one would at
+// the server's time. A call's script is the driver plus the fragments of the algorithms it
+// uses: one script per algorithm, and one for a scoped call that mixes them.
+//
+// KEYS[i]: the budget of check i. ARGV: 5 per check: kind ("f" | "t"), cost, limit (burst),
+// windowMs (burst × interval), intervalMs. Every budget is checked first at one TIME; only if
+// all admit is each charged. Reply: { now, then per check: allowed ("1" | "0"), retryAfterMs,
+// remaining, resetMs }, all strings (a Lua number would reach the client truncated).
+
+/** Fixed window: a hash { s = the window's start (server ms), c = the count }, expiring after its window. */
+const FIXED_WINDOW = `
+local function fixed_window(key, now, cost, limit, window)
+  local v = redis.call('HMGET', key, 's', 'c')
+  local start, count = tonumber(v[1]), tonumber(v[2])
+  if v[1] or v[2] then
+    if not (start and count) then error('corrupt fixed window entry') end
+    local elapsed = now - start
+    if elapsed < window then
+      local reset = window
+      if elapsed > 0 then reset = window - elapsed end
+      if count + cost > limit then return false, reset, limit - count, reset, nil end
+      return true, 0, limit - count - cost, reset, function() redis.call('HINCRBY', key, 'c', cost) end
+    end
+  end
+  return true, 0, limit - cost, window, function()
+    redis.call('HSET', key, 's', fmt(now), 'c', cost)
+    redis.call('PEXPIRE', key, math.ceil(window) + MARGIN)
+  end
+end
+`;
+
+/** Token bucket (GCRA): one number, the theoretical arrival time, expiring when the bucket is full again. */
+const TOKEN_BUCKET = `
+local function remaining_at(now, tat, tolerance, interval)
+  local r = math.floor((now + tolerance - tat + SLACK) / interval)
+  if r > 0 then return r end
+  return 0
+end
+local function token_bucket(key, now, cost, tolerance, interval)
+  local stored = redis.call('GET', key)
+  local tat = now
+  if stored then
+    local st = tonumber(stored)
+    if not st then error('corrupt token bucket entry') end
+    if st > now then tat = st end
+  end
+  local nxt = tat + cost * interval
+  local allow_at = nxt - tolerance
+  if now + SLACK < allow_at then
+    return false, allow_at - now, remaining_at(now, tat, tolerance, interval), tat - now, nil
+  end
+  return true, 0, remaining_at(now, nxt, tolerance, interval), nxt - now, function()
+    redis.call('SET', key, fmt(nxt), 'PX', math.ceil(nxt - now) + MARGIN)
+  end
+end
+`;
+
+const PRELUDE = `
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+local SLACK = 1e-6
+local MARGIN = 1000
+local function fmt(x) return string.format('%.17g', x) end
+`;
+
+const DRIVER = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+local out = { fmt(now) }
+local commits = {}
+local all = true
+for i = 1, #KEYS do
+  local b = (i - 1) * 5
+  local kind = ARGV[b + 1]
+  local cost, limit, window, interval = tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
+  local ok, retry, remaining, reset, commit
+  if kind == 'f' then ok, retry, remaining, reset, commit = fixed_window(KEYS[i], now, cost, limit, window)
+  elseif kind == 't' then ok, retry, remaining, reset, commit = token_bucket(KEYS[i], now, cost, window, interval)
+  else error('unknown algorithm ' .. tostring(kind)) end
+  if not ok then all = false end
+  commits[i] = commit
+  out[#out + 1] = ok and '1' or '0'
+  out[#out + 1] = fmt(retry)
+  out[#out + 1] = fmt(remaining)
+  out[#out + 1] = fmt(reset)
+end
+if all then for i = 1, #KEYS do commits[i]() end end
+return out
+`;
+
+/** The script of a call using these algorithms ("f": fixed window, "t": token bucket). */
+export function _script(kinds: { f: boolean; t: boolean }): string {
+  // An absent fragment leaves its name nil: a call never asks for an algorithm its script lacks.
+  const fixed = kinds.f ? FIXED_WINDOW : "local fixed_window = nil\n";
+  const bucket = kinds.t ? TOKEN_BUCKET : "local token_bucket = nil\n";
+  return PRELUDE + fixed + bucket + DRIVER;
+}
