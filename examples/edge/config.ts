@@ -22,6 +22,8 @@ export interface EdgeConfig {
   redisFailure: "open" | "closed";
   /** `HYGIENE_REDIS_INSTANCES`: instances sharing the limit (the insurance limiter enforces limit ÷ this). */
   redisInstances: number;
+  /** `HYGIENE_REDIS_TIMEOUT_MS`: the longest a request waits on the store before failing open or closed. */
+  redisTimeoutMs: number;
 }
 
 /** A bad value, or a bad combination: names the variable (and every other one involved). */
@@ -51,6 +53,7 @@ const VARIABLE_OF: Readonly<Record<string, string>> = {
   limit: "HYGIENE_RATE_LIMIT",
   windowMs: "HYGIENE_RATE_WINDOW_MS",
   expectedInstances: "HYGIENE_REDIS_INSTANCES",
+  timeoutMs: "HYGIENE_REDIS_TIMEOUT_MS",
 };
 
 /**
@@ -165,6 +168,7 @@ export function readEdgeConfig(env: Env): EdgeConfig {
     redisUrl: redisUrl(env, "HYGIENE_REDIS_URL"),
     redisFailure: openClosed(env, "HYGIENE_REDIS_FAILURE", "closed"),
     redisInstances: integer(env, "HYGIENE_REDIS_INSTANCES", 1),
+    redisTimeoutMs: duration(env, "HYGIENE_REDIS_TIMEOUT_MS", 50),
   };
   // The library's startup checks between values, said with the variables' names.
   if (config.requestTimeoutMs !== Infinity) below(env, "HYGIENE_REQUEST_TIMEOUT_MS", config.requestTimeoutMs, "HYGIENE_DRAIN_TIMEOUT_MS", config.drainTimeoutMs,

@@ -23,7 +23,7 @@ export interface IpLimiter {
 /**
  * The per-IP fixed window of `config`. With `config.redisUrl`: connects a node-redis client
  * (no offline queue, so a call made while Redis is down fails at once; the store's own
- * timeout bounds the rest) and shares the window through it, failing as
+ * timeout, `config.redisTimeoutMs`, bounds the rest) and shares the window through it, failing as
  * `config.redisFailure` says and sizing the insurance limiter by `config.redisInstances`.
  * Throws {@linkcode StoreUnreachableError} when Redis does not answer within
  * {@linkcode REDIS_CONNECT_MS}.
@@ -51,7 +51,7 @@ export async function createIpLimiter(config: EdgeConfig, onEvent: EventSink): P
   } finally {
     clearTimeout(timer);
   }
-  const store = createRedisStore({ client: fromNodeRedis(client), onEvent });
+  const store = createRedisStore({ client: fromNodeRedis(client), timeoutMs: config.redisTimeoutMs, onEvent });
   const limiter = createFixedWindowLimiter({ ...window, store, failure: config.redisFailure, expectedInstances: config.redisInstances });
   return { limiter, store: "redis", close: () => client.destroy() };
 }

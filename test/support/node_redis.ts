@@ -4,11 +4,13 @@
 // swallowed (they are the expected noise of a test that kills Redis).
 import { createClient } from "redis";
 
-export type NodeRedisClient = ReturnType<typeof createClient>;
+const create = (url: string) =>
+  createClient({ url, disableOfflineQueue: true, socket: { reconnectStrategy: 25, connectTimeout: 2_000 } });
+export type NodeRedisClient = ReturnType<typeof create>;
 
 /** Connects to `url`; resolves once the client is ready. */
 export async function connectNodeRedis(url: string): Promise<NodeRedisClient> {
-  const client = createClient({ url, disableOfflineQueue: true, socket: { reconnectStrategy: 25, connectTimeout: 2_000 } });
+  const client = create(url);
   client.on("error", () => {});
   await client.connect();
   return client;
