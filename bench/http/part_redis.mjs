@@ -10,7 +10,7 @@
 // Redis is pinned to the load generator's core (0), servers and the in-process bench to core 1.
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { bin, built, root, SERVER_CORE } from "./_lib.mjs";
+import { bin, built, median, root, SERVER_CORE } from "./_lib.mjs";
 import { startRedisServer } from "./_redis.mjs";
 import { ratioInRounds, runRounds } from "./_rounds.mjs";
 import { envBlock, fmt, table } from "./_report.mjs";
@@ -91,11 +91,17 @@ function render({ checks, cases, runtimes, rounds, runs, env, version }) {
     const c = checks[rt];
     out.push(`### ${rt} (${c.runtime})`, "");
     const mem = c.rows[0];
+    const peer = c.rows.find((r) => r.name === "rate-limiter-flexible RateLimiterRedis");
+    // Ratios to the peer are taken round by round (both ran in the same round), then the median.
+    const vsPeer = (r, key) => median(r[key].map((v, i) => v / peer[key][i]));
     out.push(table(
-      ["subject", "p50 µs", "p99 µs", "p50 ÷ in memory", "checks/s (64 in flight)", "flood: allowed", "flood: round-trips", "flood: commands"],
-      c.rows.map((r) => [r.name, fmt.us(r.p50), fmt.us(r.p99), fmt.share(r.p50 / mem.p50), fmt.int(r.checksPerSecond),
-        r.allowed === null ? "—" : fmt.int(r.allowed), r.trips === null ? "—" : fmt.int(r.trips), r.calls === null ? "—" : fmt.int(r.calls)]),
+      ["subject", "p50 µs", "p99 µs", "p50 ÷ in memory", "p50 ÷ RateLimiterRedis", "checks/s (64 in flight)", "checks/s ÷ RateLimiterRedis", "failed checks", "flood: allowed", "flood: round-trips", "flood: commands"],
+      c.rows.map((r) => [r.name, fmt.us(r.p50), fmt.us(r.p99), fmt.share(r.p50 / mem.p50), fmt.share(vsPeer(r, "p50Us")), fmt.int(r.checksPerSecond), fmt.share(vsPeer(r, "checksPerS")),
+        fmt.int(r.failedTotal), r.allowed === null ? "—" : fmt.int(r.allowed), r.trips === null ? "—" : fmt.int(r.trips), r.calls === null ? "—" : fmt.int(r.calls)]),
     ), "");
+    const on = c.rows.find((r) => r.name === "serve-hygiene fixed window in Redis");
+    const off = c.rows.find((r) => r.name === "serve-hygiene fixed window in Redis, denied-key cache off");
+    if (on && off) out.push(`The denied-key cache saved ${fmt.int(off.trips - on.trips)} of ${fmt.int(off.trips)} round-trips in the flood (${fmt.pct(1 - on.trips / off.trips)}); the ${fmt.int(on.trips)} left are the first calls in flight before the first denial came back, and the script load.`, "");
   }
   out.push(
     "## The HTTP hot path, shared limiter vs local",

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The benchmark suite over real HTTP (and the in-process figures that sit beside it).
 //   node bench/http/run.mjs [hot] [overload] [limiters] [drain] [size] [refusal] [redis] [--runs=3] [--runtimes=node,deno,bun] [--quick]
-//                           [--baseline <git-ref>]
+//                           [--baseline <git-ref>] [--no-quiet-wait]
 //   overload also takes --limit=N (serve-hygiene's concurrency limit) and --sweep=1,2,4,… (a limit sweep,
 //   written to overload-sweep.md instead)
 //   --baseline <ref> (hot, refusal): the library as it was at <ref> (git archive into a temporary
@@ -35,6 +35,9 @@ const flag = (name, fallback) => {
 };
 const quick = argv.includes("--quick");
 if (quick) quiet.wait = false; // a harness check: figures from --quick are not results
+// --no-quiet-wait: a machine that is never quiet (shared with other work) — measure anyway,
+// side by side in the same rounds, and say so; the figures are written as results.
+if (argv.includes("--no-quiet-wait")) quiet.wait = false;
 const named = argv.filter((a, i) => !a.startsWith("--") && !valueAt.has(i));
 for (const n of named) if (!(n in PARTS)) throw new Error(`unknown part "${n}": choose from ${Object.keys(PARTS).join(", ")}`);
 const parts = named.length ? named : Object.keys(PARTS);
