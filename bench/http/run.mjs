@@ -11,6 +11,7 @@
 // generator (wrk -t1, else autocannon) is pinned with `taskset -c 0`; load goes to 127.0.0.1
 // only; every run is bounded in time; each figure is the median of --runs runs, and the
 // cases compared are interleaved run by run. Writes bench/results/<part>.{md,json[,svg]}.
+import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -40,7 +41,9 @@ if (quick) quiet.wait = false; // a harness check: figures from --quick are not 
 if (argv.includes("--no-quiet-wait")) quiet.wait = false;
 const named = argv.filter((a, i) => !a.startsWith("--") && !valueAt.has(i));
 for (const n of named) if (!(n in PARTS)) throw new Error(`unknown part "${n}": choose from ${Object.keys(PARTS).join(", ")}`);
-const parts = named.length ? named : Object.keys(PARTS);
+// With no part named, the Redis part runs only where redis-server exists (named, it must).
+const hasRedis = () => spawnSync("sh", ["-c", `command -v ${process.env.HYGIENE_TEST_REDIS_SERVER ?? "redis-server"}`]).status === 0;
+const parts = named.length ? named : Object.keys(PARTS).filter((p) => p !== "redis" || hasRedis() || (console.log("part redis skipped: redis-server not found (apt-get install redis-server)"), false));
 const opts = {
   runs: Number(flag("runs", quick ? 1 : 3)),
   runtimes: flag("runtimes", "node,deno,bun").split(","),
