@@ -18,6 +18,7 @@ const SUBPATHS: Record<string, string> = {
   "serve-hygiene/bun": "src/adapters/bun/mod.ts",
   "serve-hygiene/hono": "src/hono/mod.ts",
   "serve-hygiene/prometheus": "src/prometheus/mod.ts",
+  "serve-hygiene/redis": "src/redis/mod.ts",
 };
 
 interface Example {

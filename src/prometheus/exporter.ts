@@ -38,6 +38,7 @@ export interface PrometheusExporter {
 const OUTCOMES = new Set(["ok", "error", "timeout"]);
 const FAILED = new Set(["open", "closed"]);
 const DRAINS = new Set(["clean", "forced"]);
+const STORE_STATES = new Set(["fallback", "recovered"]);
 
 /** `value` when it is a number that can be reported, else undefined (no sample). */
 const _known = (value: number | undefined) => (value === undefined || Number.isNaN(value) ? undefined : value);
@@ -135,6 +136,16 @@ export function createPrometheusExporter(options?: PrometheusExporterOptions): P
   ]);
   const drains = counter("drains_total", "Drains finished, by outcome.", ["outcome"]);
   const faults = counter("faults_total", "A regulator's own state broke, by source and how it failed.", ["source", "failed"]);
+  const storeTransitions = counter("store_transitions_total", "A shared rate store fell back to the insurance limiters, or recovered.", [
+    "store",
+    "state",
+  ]);
+  const storeFallback = new Gauge({
+    name: prefix + "store_fallback",
+    help: "1 while a shared rate store falls back to its limiters' in-memory insurance.",
+    labelNames: ["store"],
+    registers,
+  });
   const durations = new Histogram({
     name: prefix + "request_duration_seconds",
     help: "Time from admission until the handler settled.",
@@ -146,7 +157,7 @@ export function createPrometheusExporter(options?: PrometheusExporterOptions): P
   for (const outcome of OUTCOMES) durations.zero({ outcome });
   for (const outcome of DRAINS) drains.inc({ outcome }, 0);
 
-  const layer = _capped(), reason = _capped(), cls = _capped(), scope = _capped(), source = _capped();
+  const layer = _capped(), reason = _capped(), cls = _capped(), scope = _capped(), source = _capped(), store = _capped();
   const count = (event: HygieneEvent) => {
     if (event.type === "deny") {
       denials.inc({ layer: layer(event.layer), reason: reason(event.reason) });
@@ -158,6 +169,10 @@ export function createPrometheusExporter(options?: PrometheusExporterOptions): P
       }
     } else if (event.type === "fault" && FAILED.has(event.failed)) {
       faults.inc({ source: source(event.source), failed: event.failed });
+    } else if (event.type === "store" && STORE_STATES.has(event.state)) {
+      const name = store(event.store);
+      storeTransitions.inc({ store: name, state: event.state });
+      storeFallback.set({ store: name }, event.state === "fallback" ? 1 : 0);
     }
   };
 

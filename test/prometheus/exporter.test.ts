@@ -6,6 +6,7 @@ import { createGuard, type GuardOptions } from "../../src/core/guard.ts";
 import { createManualClock } from "../../src/testing/manual_clock.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { createScopedLimiter } from "../../src/core/limits/scopes.ts";
+import { createRateStore } from "../../src/core/limits/rate_store.ts";
 import { clientKey } from "../../src/core/limits/client_key.ts";
 import { createFakeHost, type FakeHost } from "../support/fake_host.ts";
 import { flushMicrotasks } from "../support/flush.ts";
@@ -47,6 +48,8 @@ describe("prometheus exporter: families", () => {
       admit_share: "gauge",
       drains_total: "counter",
       faults_total: "counter",
+      store_transitions_total: "counter",
+      store_fallback: "gauge",
     };
     assert.deepEqual(Object.fromEntries(types), Object.fromEntries(Object.entries(want).map(([k, v]) => [`serve_hygiene_${k}`, v])));
     guard.dispose();
@@ -165,6 +168,29 @@ describe("prometheus exporter: events", () => {
     const text = parsePromText(await metrics.render());
     assert.equal(valueOf(text, "serve_hygiene_faults_total", { source: "rate-limiter", failed: "closed" }), 1);
     assert.equal(valueOf(text, "serve_hygiene_denials_total", { layer: "rate", reason: "limiter-error" }), 1);
+  });
+
+  test("prometheus exporter: a shared store's fallback and recovery are counted, and the fallback gauge follows them", async () => {
+    const metrics = createPrometheusExporter();
+    const clock = createManualClock();
+    let fail = true;
+    const store = createRateStore(
+      { take: async (checks) => (fail ? Promise.reject(new Error("down")) : { now: 0, results: checks.map(() => ({ allowed: true, retryAfterMs: 0, remaining: 1, resetMs: 1 })) }) },
+      { name: "redis", clock, fallbackAfter: 2, probeIntervalMs: 100, onEvent: metrics.onEvent },
+    );
+    const limiter = createFixedWindowLimiter({ name: "ip", limit: 2, clock, store, onEvent: metrics.onEvent });
+    await limiter.take("k");
+    await limiter.take("k");
+    let text = parsePromText(await metrics.render());
+    assert.equal(valueOf(text, "serve_hygiene_store_transitions_total", { store: "redis", state: "fallback" }), 1);
+    assert.equal(valueOf(text, "serve_hygiene_store_fallback", { store: "redis" }), 1);
+    assert.equal(valueOf(text, "serve_hygiene_faults_total", { source: "rate-store", failed: "closed" }), 1);
+    fail = false;
+    clock.advance(100);
+    await limiter.take("k");
+    text = parsePromText(await metrics.render());
+    assert.equal(valueOf(text, "serve_hygiene_store_transitions_total", { store: "redis", state: "recovered" }), 1);
+    assert.equal(valueOf(text, "serve_hygiene_store_fallback", { store: "redis" }), 0);
   });
 
   test("prometheus exporter: onEvent never throws, and a malformed event is not counted", async () => {

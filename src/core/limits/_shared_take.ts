@@ -4,7 +4,8 @@
 //   2. the local pre-checks (peeked, then all charged);
 //   3. the store: "fallback" → the insurance limiters (peeked, then all charged);
 //      "saturated" → the failure mode; else one call, settling within the store's timeout,
-//      whose reply is used as is (denials cached), or whose failure takes the failure mode.
+//      whose reply is used as is (denials cached), or whose failure takes the failure mode
+//      (the insurance limiters, when that failure made the store fall back or was its probe).
 // Deny events are the caller's (it knows the scope); fault events go to `sink`.
 import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
@@ -141,13 +142,18 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
   const store = members[0]!.limiter.store;
   const answer = store.call(members.map((m) => parts(m).check(m.key, cost)));
   const settle = (a: RateStoreReply | RateStoreFailure): _Verdict => {
-    if ("failure" in a) return a.failure === "fallback" ? _insured(members, cost, now, sink) : _failed(members, cost, a, sink);
+    if ("failure" in a) {
+      // Once the store falls back (this failure may be the one that tipped it, or a failed
+      // probe), the insurance limiters answer; before, the limiters' failure modes.
+      return a.failure === "fallback" || store.state === "fallback" ? _insured(members, cost, now, sink) : _failed(members, cost, a, sink);
+    }
     let first = -1;
     for (let i = 0; i < members.length; i++) {
       const r = a.results[i]!;
       if (r.allowed) continue;
       if (first < 0) first = i;
-      // Denied until `now + retryAfterMs` at the latest (the store decided after `now`): never cached too long.
+      // The store decided at or after `now`, so the key is denied until `now + retryAfterMs`
+      // at least: cached that long, never longer.
       const m = members[i]!;
       const denied = parts(m).denied;
       const entry = { until: now + r.retryAfterMs, cost };

@@ -4,7 +4,9 @@ import { createScopedLimiter } from "../../../src/core/limits/scopes.ts";
 import { createFixedWindowLimiter } from "../../../src/core/limits/fixed_window.ts";
 import { createTokenBucketLimiter } from "../../../src/core/limits/token_bucket.ts";
 import { createManualClock } from "../../../src/testing/manual_clock.ts";
-import type { HygieneEvent } from "../../../src/core/events.ts";
+import type { DenyEvent, HygieneEvent } from "../../../src/core/events.ts";
+import { createRateStore } from "../../../src/core/limits/rate_store.ts";
+import { ALLOW, createFakeBackend, DENY } from "../../support/fake_store.ts";
 
 interface Ctx {
   tenant: string;
@@ -183,5 +185,74 @@ describe("scopes", () => {
     assert.throws(() => createScopedLimiter({ scopes: [{ name: "a", limiter, key: "x" as never }] }), TypeError);
     const scoped = createScopedLimiter({ scopes: [{ name: "global", limiter }, { name: "ip", limiter: createFixedWindowLimiter() }] });
     assert.deepEqual(scoped.scopes, ["global", "ip"]);
+  });
+
+  test("scopes: shared scopes are checked in one store call, all or nothing, and local ones charged only after it admits", async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const store = createRateStore(backend, { clock });
+    const events: HygieneEvent[] = [];
+    const local = createFixedWindowLimiter({ limit: 5, windowMs: 1000, clock });
+    const scoped = createScopedLimiter<Ctx>({
+      scopes: [
+        { name: "listener", limiter: local, key: () => "all" },
+        { name: "tenant-total", limiter: createTokenBucketLimiter({ name: "tenant", ratePerSecond: 1, burst: 10, clock, store }), key: (c) => c.tenant },
+        { name: "tenant", limiter: createFixedWindowLimiter({ name: "client", limit: 2, windowMs: 1000, clock, store }), key: (c) => c.ip },
+      ],
+      onEvent: (e) => events.push(e),
+    });
+    const a = scoped.take({ tenant: "t1", ip: "1.1.1.1" });
+    assert.ok(a instanceof Promise);
+    assert.equal(backend.calls.length, 1, "one call for both shared scopes");
+    assert.deepEqual(backend.calls[0]!.checks.map((c) => [c.algorithm, c.limiter, c.key]), [
+      ["token-bucket", "tenant", "t1"],
+      ["fixed-window", "client", "1.1.1.1"],
+    ]);
+    assert.equal(local.peek("all").remaining, 4, "nothing local charged before the store admits (a peek reports as if charged)");
+    backend.calls[0]!.resolve([ALLOW(9), ALLOW(1)]);
+    const d = await a;
+    assert.deepEqual([d.allowed, d.scope, d.remaining], [true, "tenant", 1]);
+    assert.equal(local.peek("all").remaining, 3);
+    const b = scoped.take({ tenant: "t1", ip: "1.1.1.1" }) as Promise<{ allowed: boolean; scope: string; retryAfterMs: number }>;
+    backend.calls[1]!.resolve([ALLOW(8), DENY(700)]);
+    const refused = await b;
+    assert.deepEqual([refused.allowed, refused.scope, refused.retryAfterMs], [false, "tenant", 700]);
+    assert.equal(local.peek("all").remaining, 3, "a shared denial charges nothing local");
+    const deny = events.filter((e) => e.type === "deny") as DenyEvent[];
+    assert.deepEqual(deny.map((e) => [e.scope, e.limiterClass]), [["tenant", "client"]]);
+  });
+
+  test("scopes: an in-memory scope that refuses costs no store call", async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const store = createRateStore(backend, { clock });
+    const scoped = createScopedLimiter<string>({
+      scopes: [
+        { name: "listener", limiter: createFixedWindowLimiter({ limit: 1, windowMs: 1000, clock }), key: () => "all" },
+        { name: "client", limiter: createFixedWindowLimiter({ name: "client", limit: 9, clock, store }), key: (c) => c },
+      ],
+    });
+    const first = scoped.take("a");
+    backend.calls[0]!.resolve([ALLOW(8)]);
+    assert.equal((await first).allowed, true);
+    const d = scoped.take("b");
+    assert.ok(!(d instanceof Promise));
+    assert.deepEqual([d.allowed, d.scope], [false, "listener"]);
+    assert.equal(backend.calls.length, 1);
+  });
+
+  test("scopes: shared scopes must use one store and distinct names", () => {
+    const clock = createManualClock();
+    const one = createRateStore(createFakeBackend(), { clock });
+    const two = createRateStore(createFakeBackend(), { clock });
+    const fw = (name: string, store: typeof one) => createFixedWindowLimiter({ name, clock, store });
+    assert.throws(
+      () => createScopedLimiter({ scopes: [{ name: "a", limiter: fw("a", one) }, { name: "b", limiter: fw("b", two) }] }),
+      /shared scopes must use one store/,
+    );
+    assert.throws(
+      () => createScopedLimiter({ scopes: [{ name: "a", limiter: fw("same", one) }, { name: "b", limiter: fw("same", one) }] }),
+      /must have distinct names/,
+    );
   });
 });

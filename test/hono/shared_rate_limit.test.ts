@@ -1,0 +1,38 @@
+// The route-level rateLimit middleware over a shared store (src/hono/route.ts): it awaits the
+// store's answer when there is one, and stays synchronous when the answer is local.
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { Hono } from "hono";
+import { rateLimit } from "../../src/hono/mod.ts";
+import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
+import { createRateStore } from "../../src/core/limits/rate_store.ts";
+import { createManualClock } from "../../src/testing/manual_clock.ts";
+import { ALLOW, createFakeBackend, DENY } from "../support/fake_store.ts";
+import { flushMicrotasks } from "../support/flush.ts";
+import { runtime } from "../support/runtime.ts";
+
+describe(`hono rateLimit over a shared store (${runtime})`, () => {
+  test(`hono: rateLimit waits for the store's answer, then denies from the denied-key cache with no call (${runtime})`, async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const limiter = createFixedWindowLimiter({ name: "auth", limit: 5, windowMs: 60_000, clock, store: createRateStore(backend, { clock }) });
+    let checks = 0;
+    const app = new Hono();
+    app.post("/login", rateLimit({ limiter, headers: true }), (c) => (checks++, c.text("checked")));
+    const env = { peer: { address: "10.0.0.1" } };
+    const first = app.request("/login", { method: "POST" }, env);
+    await flushMicrotasks();
+    assert.equal(checks, 0, "the handler waits for the store");
+    backend.calls[0]!.resolve([ALLOW(4)]);
+    assert.equal((await first).status, 200);
+    const second = app.request("/login", { method: "POST" }, env);
+    await flushMicrotasks();
+    backend.calls[1]!.resolve([DENY(30_000)]);
+    const denied = await second;
+    assert.equal(denied.status, 429);
+    assert.equal(denied.headers.get("retry-after"), "30");
+    assert.equal((await app.request("/login", { method: "POST" }, env)).status, 429);
+    assert.equal(backend.calls.length, 2, "the third was denied locally");
+    assert.equal(checks, 1);
+  });
+});
