@@ -16,21 +16,33 @@ const K = new Uint32Array([
 ]);
 const W = new Uint32Array(64);
 const H = new Uint32Array(8);
+const INIT = new Uint32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
 const encoder = new TextEncoder();
 const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+// Reused for every key that fits (most: addresses, ids); a longer one gets its own buffer.
+const scratch = new Uint8Array(256);
 
-/** SHA-256 of `bytes` (the whole digest, 32 bytes). */
-export function _sha256(bytes: Uint8Array): Uint8Array {
-  const bits = bytes.length * 8;
-  const padded = new Uint8Array(((bytes.length + 9 + 63) >> 6) << 6);
-  padded.set(bytes);
-  padded[bytes.length] = 0x80;
-  const view = new DataView(padded.buffer);
-  view.setUint32(padded.length - 8, Math.floor(bits / 0x100000000));
-  view.setUint32(padded.length - 4, bits >>> 0);
-  H.set([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
-  for (let off = 0; off < padded.length; off += 64) {
-    for (let i = 0; i < 16; i++) W[i] = view.getUint32(off + i * 4);
+/** Hashes the first `length` bytes of `buf`, whose size leaves room for the padding, into H. */
+function _digest(buf: Uint8Array, length: number): void {
+  const total = ((length + 9 + 63) >> 6) << 6;
+  buf.fill(0, length, total);
+  buf[length] = 0x80;
+  const bits = length * 8;
+  const hi = Math.floor(bits / 0x100000000);
+  buf[total - 8] = hi >>> 24;
+  buf[total - 7] = hi >>> 16;
+  buf[total - 6] = hi >>> 8;
+  buf[total - 5] = hi;
+  buf[total - 4] = bits >>> 24;
+  buf[total - 3] = bits >>> 16;
+  buf[total - 2] = bits >>> 8;
+  buf[total - 1] = bits;
+  H.set(INIT);
+  for (let off = 0; off < total; off += 64) {
+    for (let i = 0; i < 16; i++) {
+      const j = off + i * 4;
+      W[i] = (buf[j]! << 24) | (buf[j + 1]! << 16) | (buf[j + 2]! << 8) | buf[j + 3]!;
+    }
     for (let i = 16; i < 64; i++) {
       const a = W[i - 15]!, b = W[i - 2]!;
       const s0 = ((a >>> 7) | (a << 25)) ^ ((a >>> 18) | (a << 14)) ^ (a >>> 3);
@@ -61,21 +73,49 @@ export function _sha256(bytes: Uint8Array): Uint8Array {
     H[6] = H[6]! + g;
     H[7] = H[7]! + h;
   }
+}
+
+/** Room for `length` bytes and their padding. */
+const _room = (length: number) => ((length + 9 + 63) >> 6) << 6;
+
+/** SHA-256 of `bytes` (the whole digest, 32 bytes). */
+export function _sha256(bytes: Uint8Array): Uint8Array {
+  const buf = new Uint8Array(_room(bytes.length));
+  buf.set(bytes);
+  _digest(buf, bytes.length);
   const out = new Uint8Array(32);
-  const o = new DataView(out.buffer);
-  for (let i = 0; i < 8; i++) o.setUint32(i * 4, H[i]!);
+  for (let i = 0; i < 8; i++) {
+    const w = H[i]!;
+    out[i * 4] = w >>> 24;
+    out[i * 4 + 1] = w >>> 16;
+    out[i * 4 + 2] = w >>> 8;
+    out[i * 4 + 3] = w;
+  }
   return out;
 }
 
+/** Six bits of the digest's first 128, from bit `at` (big-endian words in H). */
+const _six = (at: number): number => {
+  const word = at >>> 5, shift = at & 31;
+  const hi = H[word]! << shift;
+  const lo = shift > 26 && word < 3 ? H[word + 1]! >>> (32 - shift) : 0;
+  return ((hi | lo) >>> 26) & 63;
+};
+
 /** The first 128 bits of SHA-256(UTF-8 of `key`), base64url without padding (22 characters). */
 export function _keyHash(key: string): string {
-  const d = _sha256(encoder.encode(key));
-  let s = "";
-  // 16 bytes = 5 groups of 3 bytes (20 characters) and 1 byte left (2 characters).
-  for (let i = 0; i < 15; i += 3) {
-    const n = (d[i]! << 16) | (d[i + 1]! << 8) | d[i + 2]!;
-    s += B64[n >>> 18]! + B64[(n >>> 12) & 63]! + B64[(n >>> 6) & 63]! + B64[n & 63]!;
+  // UTF-8 takes at most 3 bytes per UTF-16 unit.
+  if (_room(key.length * 3) > scratch.length) {
+    const buf = encoder.encode(key);
+    const room = new Uint8Array(_room(buf.length));
+    room.set(buf);
+    _digest(room, buf.length);
+  } else {
+    const { written } = encoder.encodeInto(key, scratch);
+    _digest(scratch, written);
   }
-  const last = d[15]!;
-  return s + B64[last >>> 2]! + B64[(last & 3) << 4]!;
+  let s = "";
+  // 128 bits: 21 groups of 6, and the last 2 bits padded with zeros.
+  for (let at = 0; at < 126; at += 6) s += B64[_six(at)]!;
+  return s + B64[(H[3]! & 3) << 4]!;
 }

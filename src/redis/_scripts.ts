@@ -6,8 +6,10 @@
 //
 // KEYS[i]: the budget of check i. ARGV: 5 per check: kind ("f" | "t"), cost, limit (burst),
 // windowMs (burst × interval), intervalMs. Every budget is checked first at one TIME; only if
-// all admit is each charged. Reply: { now, then per check: allowed ("1" | "0"), retryAfterMs,
-// remaining, resetMs }, all strings (a Lua number would reach the client truncated).
+// all admit is each charged. Reply: { TIME's seconds, its microseconds, then per check:
+// allowed (1 | 0), retryAfterMs,
+// remaining, resetMs }; the times as %.17g strings (a Lua number reaches the client as an
+// integer reply, truncated), the integers as integers.
 
 /** Fixed window: a hash { s = the window's start (server ms), c = the count }, expiring after its window. */
 const FIXED_WINDOW = `
@@ -57,17 +59,22 @@ local function token_bucket(key, now, cost, tolerance, interval)
 end
 `;
 
+// No redis.replicate_commands(): Redis 5+ and Valkey replicate a script's effects, so TIME
+// before a write is allowed (calling it cost ~1 µs a call).
 const PRELUDE = `
-if redis.replicate_commands then pcall(redis.replicate_commands) end
 local SLACK = 1e-6
 local MARGIN = 1000
-local function fmt(x) return string.format('%.17g', x) end
+local function fmt(x)
+  if x == 0 then return '0' end
+  return string.format('%.17g', x)
+end
 `;
 
 const DRIVER = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-local out = { fmt(now) }
+-- TIME's own strings: the client computes \`now\` as above (formatting it here cost ~3 µs a call).
+local out = { t[1], t[2] }
 local commits = {}
 local all = true
 for i = 1, #KEYS do
@@ -80,9 +87,10 @@ for i = 1, #KEYS do
   else error('unknown algorithm ' .. tostring(kind)) end
   if not ok then all = false end
   commits[i] = commit
-  out[#out + 1] = ok and '1' or '0'
+  -- allowed and remaining are integers, exact as integer replies; the times need %.17g.
+  out[#out + 1] = ok and 1 or 0
   out[#out + 1] = fmt(retry)
-  out[#out + 1] = fmt(remaining)
+  out[#out + 1] = remaining
   out[#out + 1] = fmt(reset)
 end
 if all then for i = 1, #KEYS do commits[i]() end end

@@ -34,12 +34,12 @@ const what = "create redis store";
 const _noScript = (error: unknown) => /NOSCRIPT/.test(String((error as Error | undefined)?.message ?? error));
 
 function _reply(raw: unknown, count: number): RateStoreReply {
-  if (!Array.isArray(raw) || raw.length !== 1 + 4 * count) {
-    throw new TypeError(`The Redis script answered ${_show(raw)}, not ${1 + 4 * count} values`);
+  if (!Array.isArray(raw) || raw.length !== 2 + 4 * count) {
+    throw new TypeError(`The Redis script answered ${_show(raw)}, not ${2 + 4 * count} values`);
   }
   const results: RateStoreResult[] = [];
   for (let i = 0; i < count; i++) {
-    const b = 1 + 4 * i;
+    const b = 2 + 4 * i;
     results.push({
       allowed: String(raw[b]) === "1",
       retryAfterMs: Number(raw[b + 1]),
@@ -47,47 +47,61 @@ function _reply(raw: unknown, count: number): RateStoreReply {
       resetMs: Number(raw[b + 3]),
     });
   }
-  return { now: Number(raw[0]), results };
+  // The script's own arithmetic (tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000), so the time
+  // reported is the very number its decisions used.
+  return { now: Number(raw[0]) * 1000 + Number(raw[1]) / 1000, results };
 }
 
 /** The backend alone (no bounds): for tests, and for callers that bound it themselves. */
 export function _redisBackend(client: RedisCommandClient, prefix: string): RateStoreBackend {
-  // The SHA of each script, once loaded (or being loaded); dropped on NOSCRIPT.
-  const loaded = new Map<string, Promise<string>>();
-  const load = (source: string, stale?: Promise<string>): Promise<string> => {
-    const held = loaded.get(source);
-    // Concurrent calls that all saw NOSCRIPT reload once.
-    if (held !== undefined && held !== stale) return held;
-    const sha = client.sendCommand(["SCRIPT", "LOAD", source]).then(String);
-    loaded.set(source, sha);
-    sha.catch(() => loaded.get(source) === sha && loaded.delete(source));
+  // By the algorithms a call uses (1: fixed window, 2: token bucket, 3: both): the script,
+  // built once, and its SHA once loaded (kept as a string, so a call waits for nothing else).
+  const sources = [_script({ f: true, t: false }), _script({ f: true, t: false }), _script({ f: false, t: true }), _script({ f: true, t: true })];
+  const shas: (string | undefined)[] = [];
+  const loading: (Promise<string> | undefined)[] = [];
+  const load = (kinds: number): Promise<string> => {
+    // Concurrent calls that all miss (or all saw NOSCRIPT) load once.
+    const held = loading[kinds];
+    if (held !== undefined) return held;
+    const sha = client.sendCommand(["SCRIPT", "LOAD", sources[kinds]!]).then(
+      (r) => ((loading[kinds] = undefined), (shas[kinds] = String(r))),
+      (error: unknown) => {
+        loading[kinds] = undefined;
+        throw error;
+      },
+    );
+    loading[kinds] = sha;
     return sha;
   };
-  const nameOf = (c: RateStoreCheck) => `${prefix}${c.algorithm === "fixed-window" ? "fw" : "tb"}:${c.limiter}:${_keyHash(c.key)}`;
 
   return {
-    async take(checks) {
-      const kinds = { f: false, t: false };
-      const args: string[] = [];
-      const names: string[] = [];
-      for (const c of checks) {
-        if (c.algorithm === "fixed-window") kinds.f = true;
-        else kinds.t = true;
-        names.push(nameOf(c));
-        args.push(c.algorithm === "fixed-window" ? "f" : "t", String(c.cost), String(c.limit), String(c.windowMs), String(c.intervalMs));
+    take(checks) {
+      let kinds = 0;
+      const n = checks.length;
+      const command: string[] = ["EVALSHA", "", String(n)];
+      for (let i = 0; i < n; i++) {
+        const c = checks[i]!;
+        const fixed = c.algorithm === "fixed-window";
+        kinds |= fixed ? 1 : 2;
+        command.push(`${prefix}${fixed ? "fw" : "tb"}:${c.limiter}:${_keyHash(c.key)}`);
       }
-      const source = _script(kinds);
-      const run = (sha: string) => client.sendCommand(["EVALSHA", sha, String(names.length), ...names, ...args]);
-      let sha = load(source);
-      let raw: unknown;
-      try {
-        raw = await run(await sha);
-      } catch (error) {
+      for (let i = 0; i < n; i++) {
+        const c = checks[i]!;
+        command.push(c.algorithm === "fixed-window" ? "f" : "t", String(c.cost), String(c.limit), String(c.windowMs), String(c.intervalMs));
+      }
+      const run = (sha: string) => {
+        command[1] = sha;
+        return client.sendCommand(command);
+      };
+      const read = (raw: unknown) => _reply(raw, n);
+      const known = shas[kinds];
+      if (known === undefined) return load(kinds).then(run).then(read);
+      return run(known).then(read, (error: unknown) => {
         if (!_noScript(error)) throw error;
-        sha = load(source, sha);
-        raw = await run(await sha);
-      }
-      return _reply(raw, checks.length);
+        // Redis lost the script (a restart, SCRIPT FLUSH, an eviction): load it again, once.
+        if (shas[kinds] === known) shas[kinds] = undefined;
+        return load(kinds).then(run).then(read);
+      });
     },
   };
 }
@@ -123,5 +137,5 @@ export function createRedisStore(options: RedisStoreOptions): RateStore {
   if (typeof prefix !== "string" || prefix.length > 64) {
     throw new TypeError(`Cannot ${what} as "prefix" must be a string of at most 64 characters: current value is ${_show(prefix)}`);
   }
-  return createRateStore(_redisBackend(client, prefix), { name: "redis", ...bounds });
+  return createRateStore(_redisBackend(client, prefix), { ...bounds, name: bounds.name ?? "redis" });
 }

@@ -30,6 +30,14 @@ describe(`redis key hash (${runtime})`, () => {
     );
   });
 
+  test(`every length across the block and buffer edges hashes as Web Crypto does (${runtime})`, async () => {
+    for (let n = 0; n <= 300; n++) {
+      const key = "k".repeat(n);
+      const expected = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)));
+      assert.equal(_keyHash(key), b64url(expected.slice(0, 16)), `length ${n}`);
+    }
+  });
+
   test(`a key of any content or length becomes 22 base64url characters (${runtime})`, () => {
     for (const key of ["", "10.0.0.1", "a\r\nDEL *", "x".repeat(100_000), "ключ 🔑"]) {
       assert.match(_keyHash(key), /^[A-Za-z0-9_-]{22}$/);

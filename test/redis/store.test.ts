@@ -31,7 +31,7 @@ function fakeRedis() {
         if (!scripts.has(args[1]!)) throw new Error("NOSCRIPT No matching script. Please use EVAL.");
         if (answer) return answer(args);
         const n = Number(args[2]);
-        return ["1700000000000.5", ...Array.from({ length: n }, () => ["1", "0", "9", "1000"]).flat()];
+        return ["1700000000", "500", ...Array.from({ length: n }, () => ["1", "0", "9", "1000"]).flat()];
       }
       throw new Error(`unexpected ${args[0]}`);
     },

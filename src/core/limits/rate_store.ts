@@ -6,6 +6,7 @@ import type { Clock } from "../clock.ts";
 import { systemClock } from "../clock.ts";
 import type { EventSink } from "../events.ts";
 import { _emit } from "../_emit.ts";
+import { _FifoDeadlines } from "./_fifo_deadlines.ts";
 import { _durationMs, _given, _options, _positiveInt, _show } from "../_validate.ts";
 
 /** The algorithm of a budget: the keyed limiters' two. */
@@ -160,6 +161,7 @@ export function createRateStore(backend: RateStoreBackend, options?: RateStoreOp
   const clock = o.clock ?? systemClock;
   const sink = o.onEvent;
 
+  const deadlines = new _FifoDeadlines(clock, timeoutMs);
   let pending = 0;
   let failures = 0;
   let state: "ok" | "fallback" = "ok";
@@ -197,13 +199,13 @@ export function createRateStore(backend: RateStoreBackend, options?: RateStoreOp
     }
     return new Promise((resolve) => {
       let done = false;
-      const timer = clock.setTimeout(() => {
+      const timer = deadlines.add(() => {
         if (done) return;
         done = true;
         const error = new DOMException(`The rate store did not answer within ${timeoutMs} ms`, "TimeoutError");
         outcome(false, probe, error);
         resolve({ failure: "timeout", error });
-      }, timeoutMs);
+      });
       const settle = (answer: RateStoreReply | RateStoreFailure) => {
         pending--;
         if (done) return;

@@ -61,6 +61,23 @@ describe("rate store", () => {
     assert.equal(store.pending, 1, "the call is still outstanding at the backend");
   });
 
+  test("rate store: calls made at different times time out each at its own deadline, under one timer", async () => {
+    const { clock, store } = setup({ timeoutMs: 50, fallbackAfter: 100 });
+    let settled = 0;
+    for (let i = 0; i < 3; i++) {
+      void (store.call([CHECK]) as Promise<unknown>).then(() => settled++);
+      if (i < 2) clock.advance(20);
+    }
+    assert.equal(clock.pendingTimers, 1, "one timer for every outstanding call");
+    const counts: number[] = [];
+    for (const to of [49, 50, 69, 70, 89, 90]) {
+      clock.advance(to - clock.now());
+      await flushMicrotasks();
+      counts.push(settled);
+    }
+    assert.deepEqual(counts, [0, 1, 1, 2, 2, 3], "made at 0, 20 and 40: timed out at 50, 70 and 90");
+  });
+
   test("rate store: a rejection or a reply that does not fit the call is an error, never a throw", async () => {
     const { backend, store } = setup();
     const a = store.call([CHECK]) as Promise<unknown>;

@@ -241,6 +241,27 @@ describe("scopes", () => {
     assert.equal(backend.calls.length, 1);
   });
 
+  test("scopes: an in-memory budget spent while a store call was out denies the request; nothing is admitted over it", async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const store = createRateStore(backend, { clock });
+    const listener = createFixedWindowLimiter({ limit: 1, windowMs: 1000, clock });
+    const scoped = createScopedLimiter<string>({
+      scopes: [
+        { name: "listener", limiter: listener, key: () => "all" },
+        { name: "client", limiter: createFixedWindowLimiter({ name: "client", limit: 9, clock, store }), key: (c) => c },
+      ],
+    });
+    const a = scoped.take("a");
+    const b = scoped.take("b");
+    assert.equal(backend.calls.length, 2, "both passed the listener's peek while neither was charged");
+    backend.calls[0]!.resolve([ALLOW(8)]);
+    backend.calls[1]!.resolve([ALLOW(8)]);
+    const [da, db] = [await a, await b];
+    assert.deepEqual([da.allowed, db.allowed, db.scope], [true, false, "listener"]);
+    assert.equal(listener.peek("all").allowed, false);
+  });
+
   test("scopes: shared scopes must use one store and distinct names", () => {
     const clock = createManualClock();
     const one = createRateStore(createFakeBackend(), { clock });
