@@ -10,20 +10,26 @@
 // Redis is pinned to the load generator's core (0), servers and the in-process bench to core 1.
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { bin, built, median, root, SERVER_CORE } from "./_lib.mjs";
+import { rmSync } from "node:fs";
+import { bin, compileForNode, median, root, SERVER_CORE } from "./_lib.mjs";
 import { startRedisServer } from "./_redis.mjs";
 import { ratioInRounds, runRounds } from "./_rounds.mjs";
 import { envBlock, fmt, table } from "./_report.mjs";
 
 const FILE = join("bench", "http", "redis_checks.ts");
+// Node runs a build of its own: node_modules/.cache is shared by every checkout whose
+// node_modules is a link to one directory, and another checkout compiling meanwhile replaced
+// the shared build under a running part (its servers then failed to start).
+const tree = { name: "current", root, built: join(root, "node_modules", ".cache", `serve-hygiene-bench-redis-${process.pid}`) };
 const commands = {
-  node: (rounds) => [process.execPath, [join(built, FILE.replace(/\.ts$/, ".js")), String(rounds)]],
+  node: (rounds) => [process.execPath, [join(tree.built, FILE.replace(/\.ts$/, ".js")), String(rounds)]],
   deno: (rounds) => [bin("deno"), ["run", "-A", FILE, String(rounds)]],
   bun: (rounds) => [bin("bun"), ["run", FILE, String(rounds)]],
 };
 const CONNECTIONS = 64;
 
 export async function redis({ runs, runtimes, quick, gen, env }) {
+  if (runtimes.includes("node")) compileForNode(tree);
   const server = await startRedisServer();
   console.log(`redis-server ${server.version} on 127.0.0.1:${server.port} (pid ${server.pid}), pinned to core 0`);
   try {
@@ -42,8 +48,8 @@ export async function redis({ runs, runtimes, quick, gen, env }) {
 
     process.env.HYGIENE_BENCH_REDIS_URL = server.url;
     const cases = runtimes.flatMap((rt) => [
-      { rt, id: "local", label: "per-IP fixed window in memory", file: "redis", variant: "local" },
-      { rt, id: "shared", label: "per-IP fixed window shared through Redis", file: "redis", variant: "shared" },
+      { rt, id: "local", label: "per-IP fixed window in memory", file: "redis", variant: "local", tree },
+      { rt, id: "shared", label: "per-IP fixed window shared through Redis", file: "redis", variant: "shared", tree },
     ]);
     await runRounds({ cases, runs: quick ? 1 : runs, warmS: quick ? 1 : 2, seconds: quick ? 3 : 4, connections: CONNECTIONS, gen });
     const by = (rt, id) => cases.find((c) => c.rt === rt && c.id === id);
@@ -64,6 +70,7 @@ export async function redis({ runs, runtimes, quick, gen, env }) {
   } finally {
     delete process.env.HYGIENE_BENCH_REDIS_URL;
     await server.stop();
+    rmSync(tree.built, { recursive: true, force: true });
   }
 }
 
