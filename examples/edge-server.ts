@@ -2,11 +2,12 @@
 //   npm start  |  deno run -A examples/edge-server.ts  |  bun run examples/edge-server.ts
 // Configured from environment variables (see examples/edge/config.ts and the README); logs
 // JSON lines; on SIGTERM (or Ctrl-C) it drains and logs the outcome, then exits with its code.
-import { createFixedWindowLimiter, createShedLogger, exitCodeFor, type ServeHandle, type ServeOptions } from "../src/mod.ts";
+import { createShedLogger, exitCodeFor, type ServeHandle, type ServeOptions } from "../src/mod.ts";
 import { createPrometheusExporter } from "../src/prometheus/mod.ts";
 import { createAuthLimiter, createEdgeApp, PROBE_PATHS } from "./edge/app.ts";
-import { ConfigError, configErrorFrom, readEdgeConfig } from "./edge/config.ts";
+import { ConfigError, configErrorFrom, readEdgeConfig, redactUrl } from "./edge/config.ts";
 import { edgeErrorHandler } from "./edge/errors.ts";
+import { createIpLimiter, StoreUnreachableError } from "./edge/shared_limit.ts";
 
 const log = (record: { level: string; msg: string; [k: string]: unknown }) =>
   console.log(JSON.stringify({ time: new Date().toISOString(), ...record }, (_k, v) =>
@@ -33,7 +34,20 @@ try {
 
 const exporter = createPrometheusExporter();
 const shedLog = createShedLogger({ log });
-const ipLimiter = createFixedWindowLimiter({ limit: config.rateLimit, windowMs: config.rateWindowMs, name: "ip" });
+// HYGIENE_REDIS_URL shares the per-IP window across instances; Redis unreachable at startup → exit 1.
+let ip;
+try {
+  ip = await createIpLimiter(config, (event) => {
+    exporter.onEvent(event);
+    if (event.type === "store") log({ level: event.state === "fallback" ? "warn" : "info", msg: `shared store ${event.state}`, failures: event.failures, error: event.error });
+  });
+} catch (error) {
+  if (!(error instanceof StoreUnreachableError)) throw error;
+  console.error(JSON.stringify({ level: "error", msg: "shared store unreachable", variable: "HYGIENE_REDIS_URL", error: error.message }));
+  (runtime === "deno" ? Deno.exit : process.exit)(1);
+  throw error;
+}
+const ipLimiter = ip.limiter;
 const authLimiter = createAuthLimiter();
 let handle: ServeHandle | undefined;
 
@@ -88,7 +102,8 @@ const { hostname, port } = handle.address;
 const url = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
 // The pid is the server's own (not npm's): what a supervisor or a test signals.
 const pid = runtime === "deno" ? Deno.pid : process.pid;
-log({ level: "info", msg: "listening", url, pid, runtime, hostname, port, config });
+log({ level: "info", msg: "listening", url, pid, runtime, hostname, port, rateStore: ip.store,
+  config: { ...config, redisUrl: config.redisUrl === undefined ? undefined : redactUrl(config.redisUrl) } });
 
 // Exit with the outcome's code (clean 0, io 1, forced 3, flush 4): on Deno a forced drain
 // can leave a stuck handler's socket open, and only the exit ends it.

@@ -1,19 +1,21 @@
 #!/usr/bin/env node
 // The benchmark suite over real HTTP (and the in-process figures that sit beside it).
-//   node bench/http/run.mjs [hot] [overload] [limiters] [drain] [size] [refusal] [--runs=3] [--runtimes=node,deno,bun] [--quick]
-//                           [--baseline <git-ref>]
+//   node bench/http/run.mjs [hot] [overload] [limiters] [drain] [size] [refusal] [redis] [--runs=3] [--runtimes=node,deno,bun] [--quick]
+//                           [--baseline <git-ref>] [--no-quiet-wait]
 //   overload also takes --limit=N (a fixed concurrency limit instead of the adaptive default) and
 //   --wait-sweep=50,100,… (the admission queue's drop threshold, written to overload-wait.md instead)
 //   step: overload → half of capacity, the limit and the share over time (overload-step.{md,svg})
 //   --busy: do not wait for a quiet machine (a shared box never is); figures still go to results,
 //   each run's disturbance is printed, and the report says the machine was busy
+//   --no-quiet-wait: the same as --busy
 //   --baseline <ref> (hot, refusal): the library as it was at <ref> (git archive into a temporary
 //   directory, removed at the end) runs the serve-hygiene subjects next to this checkout's, in the
 //   same rounds: before and after side by side in one run.
-// No part named: all six. Each server is a child pinned with `taskset -c 1`; the load
+// No part named: all seven (redis needs redis-server). Each server is a child pinned with `taskset -c 1`; the load
 // generator (wrk -t1, else autocannon) is pinned with `taskset -c 0`; load goes to 127.0.0.1
 // only; every run is bounded in time; each figure is the median of --runs runs, and the
 // cases compared are interleaved run by run. Writes bench/results/<part>.{md,json[,svg]}.
+import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,8 +27,9 @@ import { drain } from "./part_drain.mjs";
 import { limiters } from "./part_limiters.mjs";
 import { size } from "./part_size.mjs";
 import { refusal } from "./part_refusal.mjs";
+import { redis } from "./part_redis.mjs";
 
-const PARTS = { hot: hotPath, overload, step, limiters, drain, size, refusal };
+const PARTS = { hot: hotPath, overload, step, limiters, drain, size, refusal, redis };
 const argv = process.argv.slice(2);
 // `--name=value`, or `--name value` for the options that take one.
 const TAKES_VALUE = new Set(["baseline"]);
@@ -37,10 +40,12 @@ const flag = (name, fallback) => {
   return argv.find((a) => a.startsWith(`--${name}=`))?.split("=").slice(1).join("=") ?? fallback;
 };
 const quick = argv.includes("--quick");
-if (quick || argv.includes("--busy")) quiet.wait = false; // --quick: a harness check, figures are not results
+if (quick || argv.includes("--busy") || argv.includes("--no-quiet-wait")) quiet.wait = false; // --quick: a harness check, figures are not results
 const named = argv.filter((a, i) => !a.startsWith("--") && !valueAt.has(i));
 for (const n of named) if (!(n in PARTS)) throw new Error(`unknown part "${n}": choose from ${Object.keys(PARTS).join(", ")}`);
-const parts = named.length ? named : Object.keys(PARTS);
+// With no part named, the Redis part runs only where redis-server exists (named, it must).
+const hasRedis = () => spawnSync("sh", ["-c", `command -v ${process.env.HYGIENE_TEST_REDIS_SERVER ?? "redis-server"}`]).status === 0;
+const parts = named.length ? named : Object.keys(PARTS).filter((p) => p !== "redis" || hasRedis() || (console.log("part redis skipped: redis-server not found (apt-get install redis-server)"), false));
 const opts = {
   runs: Number(flag("runs", quick ? 1 : 3)),
   runtimes: flag("runtimes", "node,deno,bun").split(","),
@@ -53,7 +58,7 @@ if (opts.runs < 1) throw new Error("--runs must be at least 1");
 // --quick figures are not results: they go to a temporary directory, never over bench/results.
 const results = quick ? join(tmpdir(), "serve-hygiene-bench-quick") : join(root, "bench", "results");
 mkdirSync(results, { recursive: true });
-const needsHttp = parts.some((p) => ["hot", "overload", "step", "drain", "refusal"].includes(p));
+const needsHttp = parts.some((p) => ["hot", "overload", "step", "drain", "refusal", "redis"].includes(p));
 const gen = needsHttp ? detectLoadGenerator() : undefined;
 if (parts.some((p) => p !== "size")) compileForNode();
 const env = { ...environment(gen), current: describeCurrent() };

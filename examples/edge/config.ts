@@ -16,6 +16,14 @@ export interface EdgeConfig {
   preStopDelayMs: number;
   trustedProxies: string[];
   loadMonitor: boolean;
+  /** `HYGIENE_REDIS_URL`: the per-IP limit is shared through this Redis/Valkey when set. */
+  redisUrl: string | undefined;
+  /** `HYGIENE_REDIS_FAILURE`: what a failed store call does to the request, "closed" (429) or "open". */
+  redisFailure: "open" | "closed";
+  /** `HYGIENE_REDIS_INSTANCES`: instances sharing the limit (the insurance limiter enforces limit ÷ this). */
+  redisInstances: number;
+  /** `HYGIENE_REDIS_TIMEOUT_MS`: the longest a request waits on the store before failing open or closed. */
+  redisTimeoutMs: number;
 }
 
 /** A bad value, or a bad combination: names the variable (and every other one involved). */
@@ -44,6 +52,8 @@ const VARIABLE_OF: Readonly<Record<string, string>> = {
   trustedProxies: "HYGIENE_TRUSTED_PROXIES",
   limit: "HYGIENE_RATE_LIMIT",
   windowMs: "HYGIENE_RATE_WINDOW_MS",
+  expectedInstances: "HYGIENE_REDIS_INSTANCES",
+  timeoutMs: "HYGIENE_REDIS_TIMEOUT_MS",
 };
 
 /**
@@ -100,6 +110,41 @@ function onOff(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, raw, '"on" or "off"');
 }
 
+function openClosed(env: Env, name: string, fallback: "open" | "closed"): "open" | "closed" {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (raw === "open" || raw === "closed") return raw;
+  throw new ConfigError(name, raw, '"open" or "closed"');
+}
+
+/** A `redis://` or `rediss://` URL with a host, or undefined when unset. */
+function redisUrl(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    // reported below
+  }
+  if (url === undefined || (url.protocol !== "redis:" && url.protocol !== "rediss:") || url.hostname === "") {
+    throw new ConfigError(name, redactUrl(raw), "a redis:// or rediss:// URL with a host (redis://host:6379)");
+  }
+  return raw;
+}
+
+/** The URL with its password replaced by "***", for logs and messages. */
+export function redactUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    if (url.password === "") return raw;
+    url.password = "***";
+    return url.href;
+  } catch {
+    return raw.replace(/:[^:@/]*@/, ":***@");
+  }
+}
+
 /** Reads the configuration; throws a {@linkcode ConfigError} naming the first bad variable. */
 export function readEdgeConfig(env: Env): EdgeConfig {
   const port = integer(env, "PORT", 8000, { min: 0 });
@@ -120,6 +165,10 @@ export function readEdgeConfig(env: Env): EdgeConfig {
     preStopDelayMs: duration(env, "HYGIENE_PRESTOP_DELAY_MS", 0, { min: 0 }),
     trustedProxies: trusted,
     loadMonitor: onOff(env, "HYGIENE_LOAD_MONITOR", true),
+    redisUrl: redisUrl(env, "HYGIENE_REDIS_URL"),
+    redisFailure: openClosed(env, "HYGIENE_REDIS_FAILURE", "closed"),
+    redisInstances: integer(env, "HYGIENE_REDIS_INSTANCES", 1),
+    redisTimeoutMs: duration(env, "HYGIENE_REDIS_TIMEOUT_MS", 50),
   };
   // The library's startup checks between values, said with the variables' names.
   if (config.requestTimeoutMs !== Infinity) below(env, "HYGIENE_REQUEST_TIMEOUT_MS", config.requestTimeoutMs, "HYGIENE_DRAIN_TIMEOUT_MS", config.drainTimeoutMs,

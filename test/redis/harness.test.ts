@@ -54,6 +54,11 @@ describe(`redis harness: a real redis-server for the tests (${runtime})`, () => 
     assert.equal(await redis.command("GET", "harness:k"), null);
   });
 
+  test(`a server of another test on the same port never passes for the one being started (${runtime})`, async () => {
+    await assert.rejects(startRedis({ port: redis.port }), /exited while starting/);
+    assert.equal(await redis.command("PING"), "PONG", "the first server is untouched");
+  });
+
   test(`an error reply comes back as a value (${runtime})`, async () => {
     assert.ok((await redis.command("NO-SUCH-COMMAND")) instanceof RespError);
   });

@@ -46,6 +46,8 @@ export interface StartRedisOptions {
   debug?: boolean;
   /** The server binary. @default HYGIENE_TEST_REDIS_SERVER or "redis-server" */
   binary?: string;
+  /** A port to use instead of a free one (no retry on another port if it is taken). */
+  port?: number;
 }
 
 const live = new Set<ChildProcess>();
@@ -113,7 +115,11 @@ function launch(binary: string, port: number, dir: string, debug: boolean): Laun
   return { child, exited, output: () => out };
 }
 
-/** Resolves once PING answers PONG; rejects with the server's output if it ended or never did. */
+/**
+ * Resolves once the server we launched answers on `port` — PONG, and INFO's process_id is its
+ * PID (a server of another test file that got the same free port must not pass for ours);
+ * rejects with the server's output if it ended or never did.
+ */
 async function ready(port: number, launched: Launched): Promise<void> {
   let gone = false;
   void launched.exited.then(() => (gone = true));
@@ -121,7 +127,10 @@ async function ready(port: number, launched: Launched): Promise<void> {
   for (;;) {
     if (gone) throw new Error(`redis-server on port ${port} exited while starting:\n${launched.output()}`);
     try {
-      if ((await respOnce(port, "PING")) === "PONG") return;
+      if ((await respOnce(port, "PING")) === "PONG") {
+        const info = String(await respOnce(port, "INFO", "server"));
+        if (info.includes(`process_id:${launched.child.pid}\r\n`)) return;
+      }
     } catch {
       // not listening yet
     }
@@ -141,7 +150,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
   let current: Launched | undefined;
   // The free port can be taken between our probe and the server's bind: try a few.
   for (let attempt = 0; ; attempt++) {
-    port = await freePort();
+    port = options.port ?? (await freePort());
     current = launch(binary, port, dir, debug);
     try {
       await ready(port, current);
@@ -149,7 +158,10 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
     } catch (error) {
       current.child.kill("SIGKILL");
       await current.exited;
-      if (attempt >= 2) throw error;
+      if (attempt >= 2 || options.port !== undefined) {
+        rmSync(dir, { recursive: true, force: true });
+        throw error;
+      }
     }
   }
   let stopped = false;
