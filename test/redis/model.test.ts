@@ -68,12 +68,9 @@ describe(`redis: two instances sharing Redis answer as one in-memory limiter (${
     }), { numRuns: 25 });
   });
 
-  // TODO(issue 15, serve-hygiene/redis): fails today — a denial answered from the denied-key
-  // cache reports remaining 0 (src/core/limits/_shared_take.ts builds it so) where Redis's own
-  // denial and the in-memory limiter report what the key has left (1 left, 2 asked). Keeping
-  // the store's `remaining` in the cache entry fixes it; then drop the todo.
-  const TODO = "the denied-key cache reports remaining 0 (issue 15; see the comment above)";
-  test(`a denial answered from the denied-key cache reports what the key has left, as the in-memory limiter does (${runtime})`, { timeout: 30_000, todo: TODO }, async () => {
+  // A denial answered from the denied-key cache reports what the key had left when the store
+  // denied it (1 left, 2 asked), as Redis's own denial and the in-memory limiter do.
+  test(`a denial answered from the denied-key cache reports what the key has left, as the in-memory limiter does (${runtime})`, { timeout: 30_000 }, async () => {
     const [store] = stores();
     const shared = createFixedWindowLimiter({ name: "ip", limit: LIMIT, windowMs: 60_000, store: store!, failure: "closed" });
     const model = createFixedWindowLimiter({ name: "ip", limit: LIMIT, windowMs: 60_000, clock: createManualClock() });

@@ -14,10 +14,14 @@ import type { _KeyTable } from "./_key_table.ts";
 import { _emit } from "../_emit.ts";
 import { _badClock, _decision } from "./_rate.ts";
 
-/** A cached denial: the key is denied, for a cost of at least `cost`, until `until`. */
+/**
+ * A cached denial: the key is denied, for a cost of at least `cost`, until `until`; it had
+ * `remaining` left when the store denied it (what a cached denial reports, as the store's did).
+ */
 export interface _DeniedEntry {
   until: number;
   cost: number;
+  remaining: number;
 }
 
 /** The parts of a shared limiter kept off its public interface. */
@@ -127,7 +131,7 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
       if (cost >= e.cost) {
         const l = m.limiter;
         const wait = e.until - now;
-        return { d: _decision(false, wait, 0, l.limit, wait, l.windowMs, "over-limit"), at: i };
+        return { d: _decision(false, wait, e.remaining, l.limit, wait, l.windowMs, "over-limit"), at: i };
       }
     } else denied.delete(m.key);
   }
@@ -156,7 +160,7 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
       // at least: cached that long, never longer.
       const m = members[i]!;
       const denied = parts(m).denied;
-      const entry = { until: now + r.retryAfterMs, cost };
+      const entry = { until: now + r.retryAfterMs, cost, remaining: r.remaining };
       if (denied.get(m.key) !== undefined || denied.makeRoom(now)) denied.set(m.key, entry);
     }
     if (first >= 0) return { d: _result(members[first]!, a.results[first]!), at: first };
