@@ -4,7 +4,8 @@
 export interface EdgeConfig {
   port: number;
   hostname: string;
-  concurrencyLimit: number;
+  /** Undefined: the library's adaptive limit. */
+  concurrencyLimit: number | undefined;
   maxConnections: number;
   requestTimeoutMs: number;
   bodyLimitBytes: number | undefined;
@@ -153,7 +154,9 @@ export function readEdgeConfig(env: Env): EdgeConfig {
   const config: EdgeConfig = {
     port,
     hostname: env.HOST || "127.0.0.1",
-    concurrencyLimit: integer(env, "HYGIENE_CONCURRENCY_LIMIT", 1024, { infinity: true }),
+    concurrencyLimit: env.HYGIENE_CONCURRENCY_LIMIT === undefined || env.HYGIENE_CONCURRENCY_LIMIT === ""
+      ? undefined
+      : integer(env, "HYGIENE_CONCURRENCY_LIMIT", 0, { infinity: true }),
     maxConnections: integer(env, "HYGIENE_MAX_CONNECTIONS", 4096, { infinity: true }),
     requestTimeoutMs: duration(env, "HYGIENE_REQUEST_TIMEOUT_MS", 20_000, { infinity: true }),
     bodyLimitBytes: optional(env, "HYGIENE_BODY_LIMIT_BYTES") ?? 1024 * 1024,

@@ -182,6 +182,8 @@ describe(`examples: edge server (${runtime})`, () => {
     assert.equal(c.requestTimeoutMs, 20_000);
     assert.equal(c.drainTimeoutMs, 25_000);
     assert.deepEqual(c.trustedProxies, []);
+    assert.equal(c.concurrencyLimit, undefined, "unset: the library's adaptive limit");
+    assert.equal(readEdgeConfig({ HYGIENE_CONCURRENCY_LIMIT: "64" }).concurrencyLimit, 64);
     const d = readEdgeConfig({ HYGIENE_CONCURRENCY_LIMIT: "Infinity", HYGIENE_TRUSTED_PROXIES: "10.0.0.0/8, 192.168.0.0/16" });
     assert.equal(d.concurrencyLimit, Infinity);
     assert.deepEqual(d.trustedProxies, ["10.0.0.0/8", "192.168.0.0/16"]);
