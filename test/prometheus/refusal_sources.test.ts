@@ -212,69 +212,36 @@ describe(`refusal sources: every refusal reaches onDeny and the exporter (${runt
     });
   });
 
-  test("refusal sources: concurrency limit (gate 7), no admission queue → concurrency/shed", TIMEOUT, async () => {
-    const { metrics, denies, sinks } = watch();
-    const h = holder();
-    const open: RawConnection[] = [];
-    const handler = async (request: Request) => {
-      if (new URL(request.url).pathname === "/hold") (h.enter(), await h.held);
-      return new Response("ok");
-    };
-    await withServer(handler, { concurrencyLimit: 1, shedWaitMs: 0, ...sinks }, async (handle) => {
-      try {
-        await openGet(handle.address.port, "/hold", open);
-        await h.waitStarted(1);
-        assert.equal(await status(handle.address.port, "/"), 503);
-        assert.equal(await denials(metrics, "concurrency", "shed"), 1);
-        assertSaw(denies, "concurrency", "shed", 503);
-      } finally {
-        h.release();
-        for (const c of open) c.destroy();
-      }
+  // Gate 7: the refusal with no admission queue, after a wait past shedWaitMs, and with the
+  // queue full: each its own reason.
+  for (const [title, options, reason] of [
+    ["no admission queue", { shedWaitMs: 0 }, "shed"],
+    ["a wait in the admission queue past shedWaitMs", { shedWaitMs: 20 }, "queue-timeout"],
+    ["the admission queue full", { maxWaiting: 0 }, "queue-full"],
+  ] as const) {
+    test(`refusal sources: concurrency limit (gate 7), ${title} → concurrency/${reason}`, TIMEOUT, async () => {
+      const { metrics, denies, sinks } = watch();
+      const h = holder();
+      const open: RawConnection[] = [];
+      const handler = async (request: Request) => {
+        if (new URL(request.url).pathname === "/hold") (h.enter(), await h.held);
+        return new Response("ok");
+      };
+      await withServer(handler, { concurrencyLimit: 1, ...options, ...sinks }, async (handle) => {
+        try {
+          await openGet(handle.address.port, "/hold", open);
+          await h.waitStarted(1);
+          assert.equal(await status(handle.address.port, "/"), 503);
+          assert.equal(await denials(metrics, "concurrency", reason), 1);
+          assertSaw(denies, "concurrency", reason, 503);
+        } finally {
+          h.release();
+          for (const c of open) c.destroy();
+        }
+      });
     });
-  });
-  test("refusal sources: concurrency limit (gate 7), a wait in the admission queue past shedWaitMs → concurrency/queue-timeout", TIMEOUT, async () => {
-    const { metrics, denies, sinks } = watch();
-    const h = holder();
-    const open: RawConnection[] = [];
-    const handler = async (request: Request) => {
-      if (new URL(request.url).pathname === "/hold") (h.enter(), await h.held);
-      return new Response("ok");
-    };
-    await withServer(handler, { concurrencyLimit: 1, shedWaitMs: 20, ...sinks }, async (handle) => {
-      try {
-        await openGet(handle.address.port, "/hold", open);
-        await h.waitStarted(1);
-        assert.equal(await status(handle.address.port, "/"), 503);
-        assert.equal(await denials(metrics, "concurrency", "queue-timeout"), 1);
-        assertSaw(denies, "concurrency", "queue-timeout", 503);
-      } finally {
-        h.release();
-        for (const c of open) c.destroy();
-      }
-    });
-  });
-  test("refusal sources: concurrency limit (gate 7), the admission queue full → concurrency/queue-full", TIMEOUT, async () => {
-    const { metrics, denies, sinks } = watch();
-    const h = holder();
-    const open: RawConnection[] = [];
-    const handler = async (request: Request) => {
-      if (new URL(request.url).pathname === "/hold") (h.enter(), await h.held);
-      return new Response("ok");
-    };
-    await withServer(handler, { concurrencyLimit: 1, maxWaiting: 0, ...sinks }, async (handle) => {
-      try {
-        await openGet(handle.address.port, "/hold", open);
-        await h.waitStarted(1);
-        assert.equal(await status(handle.address.port, "/"), 503);
-        assert.equal(await denials(metrics, "concurrency", "queue-full"), 1);
-        assertSaw(denies, "concurrency", "queue-full", 503);
-      } finally {
-        h.release();
-        for (const c of open) c.destroy();
-      }
-    });
-  });
+  }
+
 
   test("refusal sources: body cap, declared length (gate 8) → body/over-cap before the handler", TIMEOUT, async () => {
     const { metrics, denies, sinks } = watch();
