@@ -44,6 +44,18 @@ function _drops(request: Request, res: Response, drop: boolean): boolean {
   return closesOnUnreadBody(declaredLength(request.headers));
 }
 
+// The peer, mapped only when a keyed gate or the handler reads it (one object a request, no closure).
+class _PeerInfo {
+  readonly #info: Deno.ServeHandlerInfo<Deno.NetAddr>;
+  constructor(info: Deno.ServeHandlerInfo<Deno.NetAddr>) {
+    this.#info = info;
+  }
+  get peer(): PeerAddress {
+    const remote = this.#info.remoteAddr;
+    return peerAddress(remote.hostname, remote.port);
+  }
+}
+
 /** The Deno.serve binding: listens with the guarded fetch and exposes the core's Server. */
 export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): Listen {
   const drop = options.dropUnreadBody !== false;
@@ -55,13 +67,10 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): 
       handler(request, info) {
         // A body is read through a watch, so a response the core marked can end the connection.
         const watch = request.body === null ? undefined : new _BodyWatch();
-        const answered = fetch(watch?.watch(request) ?? request, {
-          get peer(): PeerAddress {
-            const remote = info.remoteAddr;
-            return peerAddress(remote.hostname, remote.port);
-          },
-        });
-        return watch === undefined ? answered : answered.then((res) => (_drops(request, res, drop) ? watch.ending(res) : res));
+        const answered = fetch(watch?.watch(request) ?? request, new _PeerInfo(info));
+        if (watch === undefined) return answered;
+        const end = (res: Response) => (_drops(request, res, drop) ? watch.ending(res) : res);
+        return answered instanceof Promise ? answered.then(end) : end(answered);
       },
       onError(error) {
         if (error === _DROP) return new Response(null, { status: 500 }); // the head already went out: the connection is dropped

@@ -36,6 +36,22 @@ function _declared(req: IncomingMessage): DeclaredLength {
   return length === undefined || req.headers["transfer-encoding"] !== undefined ? { kind: "unknown" } : { kind: "length", bytes: Number(length) };
 }
 
+// What the adapter tells the guard of a request: its peer, mapped only when read (one
+// object a request, no closure), and the head's framing.
+class _NodeInfo {
+  readonly #incoming: IncomingMessage;
+  readonly declaresBody: boolean;
+  readonly declared: DeclaredLength | undefined;
+  constructor(incoming: IncomingMessage, declaresBody: boolean) {
+    this.#incoming = incoming;
+    this.declaresBody = declaresBody;
+    this.declared = declaresBody ? _declared(incoming) : undefined;
+  }
+  get peer() {
+    return peerOf(this.#incoming);
+  }
+}
+
 /** The node:http binding: listens with the guarded fetch and exposes the core's Server. */
 export function listenNode(options: NodeListenOptions): Listen {
   return (fetch, { port, hostname, config, connections }) => {
@@ -51,7 +67,9 @@ export function listenNode(options: NodeListenOptions): Listen {
       const incoming = env.incoming as IncomingMessage;
       // The head decides the body's framing: the guard reads none of the translated request's headers.
       const declaresBody = _declaresBody(incoming);
-      return fetch(request, { get peer() { return peerOf(incoming); }, declaresBody, declared: declaresBody ? _declared(incoming) : undefined });
+      // A Response answered synchronously (a refusal, a synchronous handler) takes
+      // @hono/node-server's direct path: no close listener, no awaited response object.
+      return fetch(request, new _NodeInfo(incoming, declaresBody));
     }, {
       errorHandler: (error) => fallbackResponse(error, options.log),
     });
