@@ -6,11 +6,12 @@ import { _TEXTS as TEXTS, retryAfterSeconds } from "../request/responses.ts";
 type _Init = Readonly<Record<string, string>>;
 // Retry-After seconds are few in practice; past this many distinct shapes, build uncached.
 const CACHE_MAX = 64;
-const cache = new Map<string, _Init>();
+// Keyed by a number (seconds × 2, + 1 with close), so finding one allocates nothing.
+const cache = new Map<number, _Init>();
 
 function _headersFor(retryAfterMs: number | undefined, close: boolean | undefined): _Init {
   const seconds = retryAfterMs === undefined ? 0 : retryAfterSeconds(retryAfterMs);
-  const id = close ? `${seconds}c` : `${seconds}`;
+  const id = close ? seconds * 2 + 1 : seconds * 2;
   let init = cache.get(id);
   if (init !== undefined) return init;
   const record: Record<string, string> = { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" };
