@@ -225,8 +225,9 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   // returned synchronously is answered synchronously (nothing else can have answered yet: a
   // deadline or a forced drain needs a turn of the event loop); a promise is answered when it
   // settles, unless a 408 or a forced drain answered first.
+  // Only a handler that turned asynchronous is tracked for a forced drain and gets its
+  // deadline armed (from its arrival, as gate 9 asked): nothing can interrupt synchronous code.
   const run = (handler: _InfoHandler, a: _Admission, withInfo: boolean): Response | Promise<Response> => {
-    live.add(a);
     let result: Response | Promise<Response>;
     try {
       result = withInfo ? handler(a.forward, a.view, a.info) : (handler as GuardedHandler)(a.forward, a.view);
@@ -234,6 +235,8 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       return failure(a, error);
     }
     if (result instanceof Response) return outcome(a, result);
+    live.add(a);
+    if (a.timed) a.armOnce(a.startedAt);
     return new Promise<Response>((resolve) => {
       a.resolve = resolve;
       Promise.resolve(result).then(

@@ -88,4 +88,19 @@ describe("guard: synchronous answers", () => {
     assert.deepEqual(seen, [info]);
     guard.dispose();
   });
+
+  test("a synchronous answer arms no deadline; an asynchronous one is cut at its deadline from arrival", async () => {
+    const clock = createManualClock();
+    const guard = createGuard({ requestTimeoutMs: 1_000, loadMonitor: false, clock });
+    const sync = _guardedFetch(guard, () => new Response("ok"));
+    for (let i = 0; i < 3; i++) assert.equal((sync(req()) as Response).status, 200);
+    assert.equal(clock.pendingTimers, 0, "no wheel tick was started");
+    const slow = _guardedFetch(guard, () => new Promise<Response>(() => {}));
+    const answered = slow(req());
+    assert.ok(clock.pendingTimers > 0);
+    clock.advance(990);
+    clock.advance(30);
+    assert.equal((await answered).status, 408);
+    guard.dispose();
+  });
 });
