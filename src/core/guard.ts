@@ -22,6 +22,7 @@ import {
   type GateRefusal,
   type GateVerdict,
   _refusalResponse,
+  _clonedRefusal,
   _drainingGate,
   _memoryGate,
   _loadGate,
@@ -126,10 +127,11 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const timed = config.requestTimeoutMs !== Infinity;
   let stragglers = 0;
 
+  const refusal = host?.cloneResponses === true ? _clonedRefusal : _refusalResponse;
   // The one place a refusal is reported and its answer built.
   const refuse = (layer: DenyLayer, r: GateRefusal): Response => {
     if (reporting && r.reported !== true) _emit(sinks, { type: "deny", layer, reason: r.reason, status: r.status, retryAfterMs: r.retryAfterMs });
-    return r.response ?? _refusalResponse(r.status, r.retryAfterMs, r.close);
+    return r.response ?? refusal(r.status, r.retryAfterMs, r.close);
   };
 
   const loadGate = load === undefined ? undefined : _loadGate(load);

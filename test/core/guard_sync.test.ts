@@ -2,6 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { _guardedFetch, createGuard } from "../../src/core/guard.ts";
 import { createManualClock } from "../../src/testing/manual_clock.ts";
+import { createHost } from "../../src/core/host/create_host.ts";
 import type { DenyEvent, HygieneEvent } from "../../src/core/events.ts";
 
 // The serving fetch (what adapters and hygiene() run) answers without a promise whenever it
@@ -103,4 +104,32 @@ describe("guard: synchronous answers", () => {
     assert.equal((await answered).status, 408);
     guard.dispose();
   });
+
+  test("with a Host that clones responses, each refusal is its own copy of the generic answer", async () => {
+    const clock = createManualClock();
+    const host = createHost({ cloneResponses: true });
+    const guard = createGuard({ concurrencyLimit: 1, loadMonitor: false, clock }, { ...host, clock });
+    const fetch = _guardedFetch(guard, () => new Promise<Response>(() => {}));
+    void fetch(req());
+    const first = fetch(req()) as Response;
+    const second = fetch(req()) as Response;
+    assert.notEqual(first, second);
+    first.headers.set("connection", "close");
+    for (const res of [first, second]) {
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get("retry-after"), "1");
+      assert.equal(res.headers.get("cache-control"), "no-store");
+      assert.equal(await res.text(), "Service Unavailable");
+    }
+    assert.equal(second.headers.get("connection"), null, "a change to one answer never reaches the next");
+    assert.equal((fetch(req()) as Response).headers.get("connection"), null);
+    guard.dispose();
+  });
+
+  test("createHost refuses a cloneResponses that is not a boolean", () => {
+    assert.throws(() => createHost({ cloneResponses: "yes" as never }), TypeError);
+    assert.equal(createHost({}).cloneResponses, undefined);
+    assert.equal(createHost({ cloneResponses: true }).cloneResponses, true);
+  });
 });
+

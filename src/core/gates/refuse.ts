@@ -29,3 +29,25 @@ function _headersFor(retryAfterMs: number | undefined, close: boolean | undefine
 export function _refusalResponse(status: number, retryAfterMs?: number, close?: boolean): Response {
   return new Response(TEXTS[status] ?? "Error", { status, headers: _headersFor(retryAfterMs, close) });
 }
+
+// Prebuilt answers to clone, keyed by status and header list (see _clonedRefusal).
+const prebuilt = new Map<number, Response>();
+
+/**
+ * The same answer as {@linkcode _refusalResponse}, as a clone of one built once. Where the
+ * runtime's Response is native (Bun, Deno: the Host says `cloneResponses`), a clone copies the
+ * header list instead of validating and building it again; on Node @hono/node-server's
+ * lightweight Response would build the full one to clone it, so Node builds each answer.
+ */
+export function _clonedRefusal(status: number, retryAfterMs?: number, close?: boolean): Response {
+  const seconds = retryAfterMs === undefined ? 0 : retryAfterSeconds(retryAfterMs);
+  const id = (close ? seconds * 2 + 1 : seconds * 2) * 1000 + status;
+  let res = prebuilt.get(id);
+  if (res === undefined) {
+    res = _refusalResponse(status, retryAfterMs, close);
+    if (prebuilt.size >= CACHE_MAX) return res;
+    prebuilt.set(id, res);
+  }
+  return res.clone();
+}
+
