@@ -131,5 +131,33 @@ describe("guard: synchronous answers", () => {
     assert.equal(createHost({}).cloneResponses, undefined);
     assert.equal(createHost({ cloneResponses: true }).cloneResponses, true);
   });
+
+  test("an adapter's word that the request has no body (declaresBody: false) spares every read of it up to the handler", () => {
+    const reads: string[] = [];
+    const real = req();
+    const request = new Proxy(real, {
+      get(target, key) {
+        reads.push(String(key));
+        const value = Reflect.get(target, key, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const guard = createGuard({
+      concurrencyLimit: 8,
+      requestTimeoutMs: 1_000,
+      bodyLimitBytes: 1024,
+      loadMonitor: false,
+      inFlightPerKey: { perKey: 4 },
+      clock: createManualClock(),
+    });
+    let seen = -1;
+    const res = _guardedFetch(guard, () => {
+      seen = reads.length;
+      return new Response("ok");
+    })(request, { declaresBody: false, peer: { address: "192.0.2.1", port: 1, family: "IPv4" } });
+    assert.equal((res as Response).status, 200);
+    assert.equal(seen, 0, `read before the handler: ${reads.join(", ")}`);
+    guard.dispose();
+  });
 });
 

@@ -45,10 +45,14 @@ function _drops(request: Request, res: Response, drop: boolean): boolean {
 }
 
 // The peer, mapped only when a keyed gate or the handler reads it (one object a request, no closure).
+// A request without a body says so (`declaresBody: false`): the framing gate then reads
+// nothing of it; with one it says nothing, and the framing gate reads the head.
 class _PeerInfo {
   readonly #info: Deno.ServeHandlerInfo<Deno.NetAddr>;
-  constructor(info: Deno.ServeHandlerInfo<Deno.NetAddr>) {
+  readonly declaresBody: false | undefined;
+  constructor(info: Deno.ServeHandlerInfo<Deno.NetAddr>, bodyless: boolean) {
     this.#info = info;
+    this.declaresBody = bodyless ? false : undefined;
   }
   get peer(): PeerAddress {
     const remote = this.#info.remoteAddr;
@@ -67,7 +71,7 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): 
       handler(request, info) {
         // A body is read through a watch, so a response the core marked can end the connection.
         const watch = request.body === null ? undefined : new _BodyWatch();
-        const answered = fetch(watch?.watch(request) ?? request, new _PeerInfo(info));
+        const answered = fetch(watch?.watch(request) ?? request, new _PeerInfo(info, watch === undefined));
         if (watch === undefined) return answered;
         const end = (res: Response) => (_drops(request, res, drop) ? watch.ending(res) : res);
         return answered instanceof Promise ? answered.then(end) : end(answered);
