@@ -28,7 +28,7 @@ const node = listenNode({ log: () => {} });
 const listen: Listen = (fetch, settings) =>
   node((request, info) => {
     const answered = fetch(request, info);
-    void answered.then((res) => seen.push(`${request.method} answered ${res.status}: the request had built ${built(request)}`));
+    void Promise.resolve(answered).then((res) => seen.push(`${request.method} answered ${res.status}: the request had built ${built(request)}`));
     return answered;
   }, settings);
 const host = createNodeHost({});

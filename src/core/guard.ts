@@ -23,6 +23,7 @@ import {
   type GateRefusal,
   type GateVerdict,
   _refusalResponse,
+  _clonedRefusal,
   _drainingGate,
   _memoryGate,
   _loadGate,
@@ -34,8 +35,38 @@ import {
   _deadlineGate,
 } from "./gates/mod.ts";
 import type { Guard, GuardedHandler, GuardOptions, ServeInfo } from "./guard_types.ts";
+import type { GuardedInfo } from "./request/request_context.ts";
 
 export type { Guard, GuardedHandler, GuardOptions, GuardWork, ServeInfo } from "./guard_types.ts";
+
+/** A fetch that answers synchronously when it can (adapters and hygiene() serve with it). */
+export type _Fetch = (request: Request, info?: ServeInfo) => Response | Promise<Response>;
+/** A guarded handler that may also take the adapter's info (hygiene() reads its Hono context there). */
+export type _InfoHandler = (request: Request, view: GuardedInfo, info: ServeInfo | undefined) => Response | Promise<Response>;
+const FETCH = Symbol("serve-hygiene.fetch");
+
+/**
+ * The guard's serving fetch for `handler` (internal: not exported from the package). Unlike
+ * `wrap`, it returns the Response itself when the answer is known synchronously — a refusal
+ * of the synchronous gates, a handler that returned a Response — so the runtime takes its
+ * fast path instead of waiting on a promise. With `withInfo` the handler gets the info the
+ * fetch was called with as a third argument.
+ *
+ * @example
+ * ```ts
+ * import { _guardedFetch, createGuard } from "./guard.ts";
+ * const guard = createGuard({ loadMonitor: false });
+ * const res = _guardedFetch(guard, () => new Response("hello"))(new Request("http://localhost/"));
+ * console.assert(res instanceof Response && res.status === 200);
+ * guard.dispose();
+ * ```
+ */
+export function _guardedFetch(guard: Guard, handler: _InfoHandler, withInfo = false): _Fetch {
+  const serving = (guard as { [FETCH]?: (handler: _InfoHandler, withInfo: boolean) => _Fetch })[FETCH];
+  if (serving !== undefined) return serving(handler, withInfo);
+  // A guard built elsewhere (another copy of the package): its public wrap.
+  return guard.wrap(withInfo ? (request, view) => handler(request, view, undefined) : (handler as GuardedHandler));
+}
 
 const TIMEOUT = () => new DOMException("The request deadline passed", "TimeoutError");
 const DEADLINE: GateRefusal = Object.freeze({ reason: "deadline", status: 408, close: true });
@@ -99,10 +130,11 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const timed = config.requestTimeoutMs !== Infinity;
   let stragglers = 0;
 
+  const refusal = host?.cloneResponses === true ? _clonedRefusal : _refusalResponse;
   // The one place a refusal is reported and its answer built.
   const refuse = (layer: DenyLayer, r: GateRefusal): Response => {
     if (reporting && r.reported !== true) _emit(sinks, { type: "deny", layer, reason: r.reason, status: r.status, retryAfterMs: r.retryAfterMs });
-    return r.response ?? _refusalResponse(r.status, r.retryAfterMs, r.close);
+    return r.response ?? refusal(r.status, r.retryAfterMs, r.close);
   };
 
   const loadGate = load === undefined ? undefined : _loadGate(load);
@@ -146,12 +178,6 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     },
   };
 
-  const answerWith = (a: _Admission, res: Response) => {
-    const out = longLived.response(a, res, config.requestTimeoutMs);
-    // Already answered (408, or a forced drain's 503): nobody will read this body.
-    if (!a.answer(out)) out.body?.cancel().catch(() => {});
-  };
-
   const report = (a: _Admission, status: number, outcome: "ok" | "error") => {
     if (o.onEvent === undefined) return;
     const timedOut = a.straggling;
@@ -173,62 +199,81 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     longLived.settled(a);
   };
 
-  // Gate 10, the handler: runs with the admission's view; the answer comes once.
-  const run = (handler: GuardedHandler, a: _Admission): Promise<Response> => {
+  // What the handler's settled value becomes (the handler's answer, a 413, or a 500).
+  const outcome = (a: _Admission, res: unknown): Response => {
+    // Only a normal answer is a latency sample for the adaptive limit (not a 5xx, a 408, an abort).
+    settle(a, res instanceof Response && res.status < 500);
+    let out: Response;
+    if (a.overflowed) {
+      if (res instanceof Response) res.body?.cancel().catch(() => {});
+      out = overCap(a);
+    } else if (res instanceof Response) {
+      // A body the handler left unread, over 64 KiB or of unknown length: the connection
+      // closes rather than make the runtime read the rest (Bun and Deno would, unbounded).
+      out = longLived.response(a, !a.bodyEnded && a.body !== null && _unreadCloses(a.request, a.declared, true) ? _withClose(res) : res, config.requestTimeoutMs);
+    } else {
+      onError(new TypeError("The handler did not return a Response"), a.request);
+      out = _refusalResponse(500);
+    }
+    report(a, res instanceof Response ? res.status : 500, "ok");
+    return out;
+  };
+  const failure = (a: _Admission, error: unknown): Response => {
+    settle(a);
+    let out: Response;
+    if (a.overflowed || isBodyTooLargeError(error)) out = overCap(a);
+    else {
+      // After a 408 the failure is the expected reaction to the aborted signal.
+      if (a.abandonedBy === undefined) onError(error, a.request);
+      out = _refusalResponse(500);
+    }
+    report(a, 500, "error");
+    return out;
+  };
+
+  // Gate 10, the handler: runs with the admission's view; the answer comes once. A Response
+  // returned synchronously is answered synchronously (nothing else can have answered yet: a
+  // deadline or a forced drain needs a turn of the event loop); a promise is answered when it
+  // settles, unless a 408 or a forced drain answered first.
+  // Only a handler that turned asynchronous is tracked for a forced drain and gets its
+  // deadline armed (from its arrival, as gate 9 asked): nothing can interrupt synchronous code.
+  const run = (handler: _InfoHandler, a: _Admission, withInfo: boolean): Response | Promise<Response> => {
+    let result: Response | Promise<Response>;
+    try {
+      result = withInfo ? handler(a.forward, a.view, a.info) : (handler as GuardedHandler)(a.forward, a.view);
+    } catch (error) {
+      return failure(a, error);
+    }
+    if (result instanceof Response) return outcome(a, result);
     live.add(a);
+    if (a.timed) a.armOnce(a.startedAt);
     return new Promise<Response>((resolve) => {
       a.resolve = resolve;
-      let result: Response | Promise<Response>;
-      try {
-        result = handler(a.forward, a.view);
-      } catch (error) {
-        result = Promise.reject(error);
-      }
       Promise.resolve(result).then(
         (res) => {
-          // Only a normal answer is a latency sample for the adaptive limit (not a 5xx, a 408, an abort).
-          settle(a, res instanceof Response && res.status < 500);
-          if (a.overflowed) {
-            if (res instanceof Response) res.body?.cancel().catch(() => {});
-            a.answer(overCap(a));
-          } else if (res instanceof Response) {
-            // A body the handler left unread, over 64 KiB or of unknown length: the connection
-            // closes rather than make the runtime read the rest (Bun and Deno would, unbounded).
-            answerWith(a, !a.bodyEnded && a.body !== null && _unreadCloses(a.request, a.declared, true) ? _withClose(res) : res);
-          } else {
-            onError(new TypeError("The handler did not return a Response"), a.request);
-            a.answer(_refusalResponse(500));
-          }
-          report(a, res instanceof Response ? res.status : 500, "ok");
+          const out = outcome(a, res);
+          // Already answered (408, or a forced drain's 503): nobody will read this body.
+          if (!a.answer(out)) out.body?.cancel().catch(() => {});
         },
-        (error: unknown) => {
-          settle(a);
-          if (a.overflowed || isBodyTooLargeError(error)) a.answer(overCap(a));
-          else {
-            // After a 408 the failure is the expected reaction to the aborted signal.
-            if (a.abandonedBy === undefined) onError(error, a.request);
-            a.answer(_refusalResponse(500));
-          }
-          report(a, 500, "error");
-        },
+        (error: unknown) => void a.answer(failure(a, error)),
       );
     });
   };
 
   // Runs the gates from `i` on: synchronously until one answers with a promise (a shed wait),
-  // then on from there once it settles. The first refusal ends the request.
-  const pass = (handler: GuardedHandler, a: _Admission, list: readonly Gate[], i: number): Promise<Response> => {
+  // then on from there once it settles. The first refusal ends the request, answered at once.
+  const pass = (handler: _InfoHandler, a: _Admission, list: readonly Gate[], i: number, withInfo: boolean): Response | Promise<Response> => {
     for (; i < list.length; i++) {
       const v = list[i]!.admit(a);
       if (v === undefined) continue;
       if (v instanceof Promise) {
         const gate = list[i]!;
         const next = i + 1;
-        return v.then((r: GateVerdict) => (r === undefined ? pass(handler, a, list, next) : denied(a, gate, r)));
+        return v.then((r: GateVerdict) => (r === undefined ? pass(handler, a, list, next, withInfo) : denied(a, gate, r)));
       }
-      return Promise.resolve(denied(a, list[i]!, v));
+      return denied(a, list[i]!, v);
     }
-    return run(handler, a);
+    return run(handler, a, withInfo);
   };
   const denied = (a: _Admission, gate: Gate, r: GateRefusal): Response => {
     a.release();
@@ -236,11 +281,18 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   };
 
   const exempt = _exemptMatcher(o.exempt, what);
-  const wrap = (handler: GuardedHandler) =>
-    function guarded(request: Request, info?: ServeInfo): Promise<Response> {
+  const serving = (handler: _InfoHandler, withInfo: boolean): _Fetch =>
+    function guarded(request: Request, info?: ServeInfo): Response | Promise<Response> {
       const a = new _Admission(admissionHost, request, info, clock.now(), config.requestTimeoutMs);
-      return pass(handler, a, exempt !== undefined && exempt(request) ? exemptGates : gates, 0);
+      return pass(handler, a, exempt !== undefined && exempt(request) ? exemptGates : gates, 0, withInfo);
     };
+  const wrap = (handler: GuardedHandler) => {
+    const fetch = serving(handler, false);
+    return (request: Request, info?: ServeInfo): Promise<Response> => {
+      const res = fetch(request, info);
+      return res instanceof Promise ? res : Promise.resolve(res);
+    };
+  };
 
   return {
     config,
@@ -277,5 +329,6 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       load?.dispose();
     },
     [_GATES]: gates,
+    [FETCH]: serving,
   } as Guard;
 }

@@ -2,7 +2,7 @@ import type { ResolvedConfig } from "./config.ts";
 import { type ConnectionGate, createConnectionGate } from "./overload/connection_gate.ts";
 import { type DrainOutcome, runUntilDrained } from "./lifecycle/drain.ts";
 import { exitCodeFor } from "./lifecycle/exit_code.ts";
-import { createGuard, type Guard, type GuardedHandler, type GuardOptions, type ServeInfo } from "./guard.ts";
+import { _guardedFetch, createGuard, type Guard, type GuardedHandler, type GuardOptions, type ServeInfo } from "./guard.ts";
 import { consoleLogger, type Host } from "./host/host.ts";
 import { validateLifecycle } from "./lifecycle/lifecycle_config.ts";
 import { createHealth, type Health } from "./lifecycle/readiness.ts";
@@ -65,9 +65,13 @@ export interface ListenSettings {
   readonly connections: ConnectionGate;
 }
 
-/** An adapter's binding: start listening with the guarded fetch handler. */
+/**
+ * An adapter's binding: start listening with the guarded fetch handler. It answers with the
+ * Response itself when the answer is known synchronously (a refusal, a handler that returned
+ * one), else with a promise.
+ */
 export type Listen = (
-  fetch: (request: Request, info?: ServeInfo) => Promise<Response>,
+  fetch: (request: Request, info?: ServeInfo) => Response | Promise<Response>,
   settings: ListenSettings,
 ) => Server | Promise<Server>;
 
@@ -109,7 +113,7 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       flushMarginMs: o.flushMarginMs,
     });
     const connections = createConnectionGate({ maxConnections: guard.config.maxConnections, onDeny: o.onDeny, onEvent: o.onEvent });
-    const server = await listen(guard.wrap(handler), { port: o.port ?? 8000, hostname: o.hostname ?? "127.0.0.1", config: guard.config, connections });
+    const server = await listen(_guardedFetch(guard, handler), { port: o.port ?? 8000, hostname: o.hostname ?? "127.0.0.1", config: guard.config, connections });
     o.onListen?.(server.address);
     const finished = runUntilDrained(server, controller, {
       drainTimeoutMs: guard.config.drainTimeoutMs,

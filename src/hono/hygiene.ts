@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { createGuard, type Guard, type GuardOptions, type Host } from "../core/mod.ts";
+import { _guardedFetch, createGuard, type Guard, type GuardOptions, type Host, type PeerAddress } from "../core/mod.ts";
 import { CONTEXT_KEY, peerOf } from "./context.ts";
 
 /** Options of {@linkcode hygiene}: the guard's options. */
@@ -8,6 +8,19 @@ export type HygieneOptions = GuardOptions;
 /** The app-level middleware, with the guard it runs (for metrics, readiness and the drain). */
 export interface HygieneMiddleware extends MiddlewareHandler {
   readonly guard: Guard;
+}
+
+// What the guarded handler needs of the request's Hono chain; the peer is read only when asked.
+class _HonoInfo {
+  readonly c: Parameters<MiddlewareHandler>[0];
+  readonly next: Parameters<MiddlewareHandler>[1];
+  constructor(c: Parameters<MiddlewareHandler>[0], next: Parameters<MiddlewareHandler>[1]) {
+    this.c = c;
+    this.next = next;
+  }
+  get peer(): PeerAddress | undefined {
+    return peerOf(this.c);
+  }
 }
 
 /**
@@ -34,15 +47,18 @@ export interface HygieneMiddleware extends MiddlewareHandler {
  */
 export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddleware {
   const guard = createGuard(options, host);
+  // Built once: the request's Hono context and `next` travel in the info it is called with.
+  const guarded = _guardedFetch(guard, async (request, view, info) => {
+    const { c, next } = info as _HonoInfo;
+    // The guarded request carries the capped body stream; Hono reads c.req.raw.
+    c.req.raw = request;
+    c.set(CONTEXT_KEY as never, view.context as never);
+    await next();
+    return c.res;
+  }, true);
   const middleware = async function hygiene(c: Parameters<MiddlewareHandler>[0], next: Parameters<MiddlewareHandler>[1]) {
-    const guarded = guard.wrap(async (request, info) => {
-      // The guarded request carries the capped body stream; Hono reads c.req.raw.
-      c.req.raw = request;
-      c.set(CONTEXT_KEY as never, info.context as never);
-      await next();
-      return c.res;
-    });
-    const res = await guarded(c.req.raw, { get peer() { return peerOf(c); } });
+    const answered = guarded(c.req.raw, new _HonoInfo(c, next));
+    const res = answered instanceof Promise ? await answered : answered;
     // Only a refusal replaces the response: Hono's res setter rebuilds the response it is
     // given, which would turn the app's own answer into a stream-bodied copy.
     if (res !== c.res) c.res = res;

@@ -5,7 +5,7 @@ import { createFakeHost, type FakeHost } from "../support/fake_host.ts";
 import { createFakeServer, type FakeServer } from "../support/fake_server.ts";
 import { flushMicrotasks } from "../support/flush.ts";
 
-type Fetch = (request: Request, info?: ServeInfo) => Promise<Response>;
+type Fetch = (request: Request, info?: ServeInfo) => Response | Promise<Response>;
 
 interface Setup {
   fake: FakeHost;

@@ -17,7 +17,7 @@ export interface BunServeConfig {
   hostname: string;
   idleTimeout: number;
   maxRequestBodySize: number;
-  fetch(request: Request, server: BunServerLike): Promise<Response>;
+  fetch(request: Request, server: BunServerLike): Response | Promise<Response>;
   error(error: Error): Response;
 }
 

@@ -24,6 +24,7 @@ export interface BunHostOptions {
 export function createBunHost(options: BunHostOptions = {}): Host {
   const bun = (globalThis as { Bun?: { gc(force: boolean): void } }).Bun;
   return createHost({
+    cloneResponses: true,
     log: options.log,
     rss: () => process.memoryUsage.rss(),
     collectGarbage: bun === undefined ? undefined : () => bun.gc(true),

@@ -65,6 +65,13 @@ class _PeerInfo {
 /** The Bun.serve binding: listens with the guarded fetch and exposes the core's Server. */
 export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSeconds?: number; log: Logger }): Listen {
   const idleTimeout = _idleTimeoutSeconds(options.idleTimeoutSeconds);
+  const restore = (srv: { timeout(request: Request, seconds: number): void }, request: Request) => {
+    try {
+      srv.timeout(request, idleTimeout);
+    } catch {
+      // the connection is already gone
+    }
+  };
   return (fetch, { port, hostname, config }) => {
     const ceiling = config.bodyLimitCeiling;
     const server = _bun().serve({
@@ -73,20 +80,17 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
       idleTimeout,
       maxRequestBodySize: options.maxRequestBodySize ?? (ceiling === undefined ? BUN_DEFAULT_MAX_BODY : ceiling + BUN_CEILING_SLACK),
       fetch(request, srv) {
+        const answered = fetch(request, new _PeerInfo(srv, request));
+        // Answered synchronously (a refusal, a handler that returned its Response): no timer
+        // can fire while it ran, so Bun's idle timer is left as it is.
+        if (!(answered instanceof Promise)) return answered;
         // Bun's idle timer would cut a request the guard admitted (RUNTIMES.md): the guard's
         // own deadline bounds it instead. Once the guard has answered, the timer is back:
         // left off, a client trickling a body nobody reads (or an idle keep-alive) would hold
         // its connection for ever.
         srv.timeout(request, 0);
-        const answered = fetch(request, new _PeerInfo(srv, request));
-        const restore = () => {
-          try {
-            srv.timeout(request, idleTimeout);
-          } catch {
-            // the connection is already gone
-          }
-        };
-        answered.then(restore, restore);
+        const again = () => restore(srv, request);
+        answered.then(again, again);
         return answered;
       },
       error(error) {

@@ -24,6 +24,7 @@ export interface DenoHostOptions {
 export function createDenoHost(options: DenoHostOptions = {}): Host {
   const gc = (globalThis as { gc?: unknown }).gc;
   return createHost({
+    cloneResponses: true,
     log: options.log,
     rss: () => Deno.memoryUsage().rss,
     liveBytes: () => {

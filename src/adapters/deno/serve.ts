@@ -45,6 +45,22 @@ function _drops(request: Request, res: Response, drop: boolean): boolean {
   return closesOnUnreadBody(declaredLength(request.headers));
 }
 
+// The peer, mapped only when a keyed gate or the handler reads it (one object a request, no closure).
+// A request without a body says so (`declaresBody: false`): the framing gate then reads
+// nothing of it; with one it says nothing, and the framing gate reads the head.
+class _PeerInfo {
+  readonly #info: Deno.ServeHandlerInfo<Deno.NetAddr>;
+  readonly declaresBody: false | undefined;
+  constructor(info: Deno.ServeHandlerInfo<Deno.NetAddr>, bodyless: boolean) {
+    this.#info = info;
+    this.declaresBody = bodyless ? false : undefined;
+  }
+  get peer(): PeerAddress {
+    const remote = this.#info.remoteAddr;
+    return peerAddress(remote.hostname, remote.port);
+  }
+}
+
 /** The Deno.serve binding: listens with the guarded fetch and exposes the core's Server. */
 export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): Listen {
   const drop = options.dropUnreadBody !== false;
@@ -57,13 +73,10 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): 
         _watchLegacyAbort(request, info.completed, options.log);
         // A body is read through a watch, so a response the core marked can end the connection.
         const watch = request.body === null ? undefined : new _BodyWatch();
-        const answered = fetch(watch?.watch(request) ?? request, {
-          get peer(): PeerAddress {
-            const remote = info.remoteAddr;
-            return peerAddress(remote.hostname, remote.port);
-          },
-        });
-        return watch === undefined ? answered : answered.then((res) => (_drops(request, res, drop) ? watch.ending(res) : res));
+        const answered = fetch(watch?.watch(request) ?? request, new _PeerInfo(info, watch === undefined));
+        if (watch === undefined) return answered;
+        const end = (res: Response) => (_drops(request, res, drop) ? watch.ending(res) : res);
+        return answered instanceof Promise ? answered.then(end) : end(answered);
       },
       onError(error) {
         if (error === _DROP) return new Response(null, { status: 500 }); // the head already went out: the connection is dropped

@@ -25,6 +25,20 @@ const overCap = (retryAfterMs: number) =>
 const SLOT = Symbol("serve-hygiene connection slot");
 type _Gated = Socket & { [SLOT]?: ConnectionSlot | null };
 
+/** Whether a response's connection closes after it (draining, or a body left unread). */
+const CLOSING = Symbol("serve-hygiene closing");
+type _Tracked = ServerResponse & { [SLOT]?: ConnectionSlot; [CLOSING]?: boolean };
+
+/**
+ * A response is done: its connection is idle again. Node forgets a request whose body never
+ * finished once its response is done: it would never emit end, error or close, and a handler
+ * reading it would wait forever, so a closing one is destroyed.
+ */
+function _responseClosed(this: _Tracked): void {
+  this[SLOT]?.requestEnded();
+  if (this[CLOSING] === true && !this.req.complete) this.req.destroy();
+}
+
 /** Whether the head declares a body (any method: a GET may carry one too). */
 function _declaresBody(req: IncomingMessage): boolean {
   return req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined;
@@ -34,6 +48,22 @@ function _declaresBody(req: IncomingMessage): boolean {
 function _declared(req: IncomingMessage): DeclaredLength {
   const length = req.headers["content-length"];
   return length === undefined || req.headers["transfer-encoding"] !== undefined ? { kind: "unknown" } : { kind: "length", bytes: Number(length) };
+}
+
+// What the adapter tells the guard of a request: its peer, mapped only when read (one
+// object a request, no closure), and the head's framing.
+class _NodeInfo {
+  readonly #incoming: IncomingMessage;
+  readonly declaresBody: boolean;
+  readonly declared: DeclaredLength | undefined;
+  constructor(incoming: IncomingMessage, declaresBody: boolean) {
+    this.#incoming = incoming;
+    this.declaresBody = declaresBody;
+    this.declared = declaresBody ? _declared(incoming) : undefined;
+  }
+  get peer() {
+    return peerOf(this.#incoming);
+  }
 }
 
 /** The node:http binding: listens with the guarded fetch and exposes the core's Server. */
@@ -51,7 +81,9 @@ export function listenNode(options: NodeListenOptions): Listen {
       const incoming = env.incoming as IncomingMessage;
       // The head decides the body's framing: the guard reads none of the translated request's headers.
       const declaresBody = _declaresBody(incoming);
-      return fetch(request, { get peer() { return peerOf(incoming); }, declaresBody, declared: declaresBody ? _declared(incoming) : undefined });
+      // A Response answered synchronously (a refusal, a synchronous handler) takes
+      // @hono/node-server's direct path: no close listener, no awaited response object.
+      return fetch(request, new _NodeInfo(incoming, declaresBody));
     }, {
       errorHandler: (error) => fallbackResponse(error, options.log),
     });
@@ -66,13 +98,11 @@ export function listenNode(options: NodeListenOptions): Listen {
       // A refused connection is being destroyed: whatever node parsed on it never runs.
       if (slot === null) return;
       slot?.requestStarted();
-      let closing = draining;
-      // Node forgets a request whose body never finished once its response is done: it
-      // would never emit end, error or close, and a handler reading it would wait forever.
-      res.once("close", () => {
-        slot?.requestEnded();
-        if (closing && !req.complete) req.destroy();
-      });
+      const tracked = res as _Tracked;
+      tracked[SLOT] = slot;
+      tracked[CLOSING] = draining;
+      // One shared listener, no closure per request (see _responseClosed).
+      res.on("close", _responseClosed);
       if (draining) res.setHeader("connection", "close");
       else if (_declaresBody(req)) {
         // A body left unread (a cap passed, a handler that ignores it) must be read off the
@@ -84,7 +114,7 @@ export function listenNode(options: NodeListenOptions): Listen {
         res.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse["writeHead"]>) {
           if (!req.complete && (args[0] === 408 || closesOnUnreadBody(_declared(req)))) {
             this.setHeader("connection", "close");
-            closing = true;
+            (this as _Tracked)[CLOSING] = true;
           }
           return writeHead.apply(this, args);
         } as ServerResponse["writeHead"];

@@ -1,6 +1,7 @@
-// Gate 9: the request timeout. It refuses nothing on the way in: it arms the request's
-// deadline on the shared wheel, and at the deadline the guard answers 408 (layer "timeout")
-// and fires the handler's signal.
+// Gate 9: the request timeout. It refuses nothing on the way in: it marks the request's
+// deadline as due, which the guard arms on the shared wheel (counted from the arrival) once
+// the handler turns asynchronous; at the deadline the guard answers 408 (layer "timeout") and
+// fires the handler's signal. A handler that answers synchronously cannot be late.
 import type { _Admission } from "../request/admission.ts";
 import { type Gate, PASS } from "./gate.ts";
 
@@ -10,7 +11,7 @@ export function _deadlineGate(): Gate {
     layer: "timeout",
     processWide: false,
     admit(a: _Admission) {
-      a.arm(a.startedAt);
+      a.timed = true;
       return PASS;
     },
   };

@@ -14,19 +14,20 @@ export function _framingGate(): Gate {
     layer: "framing",
     processWide: false,
     admit(a: _Admission) {
+      const info = a.info;
+      // The adapter saw no body (Deno: the request's body is null): nothing to frame, and
+      // not even the method is read (a call into the runtime on Deno).
+      if (info?.declaresBody === false) return PASS;
       const request = a.request;
       const method = request.method;
       const bodyless = method === "GET" || method === "HEAD";
-      const info = a.info;
       if (bodyless) {
         if (info?.declaresBody !== true) return PASS;
       } else {
         // The adapter's word on the head (Node) spares reading `request.body` here: on Node
         // that builds the full Request, which a request refused by a later gate never needs.
         // The body cap gate reads it once the request got that far.
-        const declares = info?.declaresBody;
-        if (declares === false) return PASS;
-        if (declares === true) a.body = undefined;
+        if (info?.declaresBody === true) a.body = undefined;
         else if ((a.body = request.body) === null) return PASS;
       }
       // The runtime's parser read the length already (node): no header is read here.

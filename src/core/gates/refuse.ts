@@ -6,11 +6,12 @@ import { _TEXTS as TEXTS, retryAfterSeconds } from "../request/responses.ts";
 type _Init = Readonly<Record<string, string>>;
 // Retry-After seconds are few in practice; past this many distinct shapes, build uncached.
 const CACHE_MAX = 64;
-const cache = new Map<string, _Init>();
+// Keyed by a number (seconds × 2, + 1 with close), so finding one allocates nothing.
+const cache = new Map<number, _Init>();
 
 function _headersFor(retryAfterMs: number | undefined, close: boolean | undefined): _Init {
   const seconds = retryAfterMs === undefined ? 0 : retryAfterSeconds(retryAfterMs);
-  const id = close ? `${seconds}c` : `${seconds}`;
+  const id = close ? seconds * 2 + 1 : seconds * 2;
   let init = cache.get(id);
   if (init !== undefined) return init;
   const record: Record<string, string> = { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" };
@@ -28,3 +29,25 @@ function _headersFor(retryAfterMs: number | undefined, close: boolean | undefine
 export function _refusalResponse(status: number, retryAfterMs?: number, close?: boolean): Response {
   return new Response(TEXTS[status] ?? "Error", { status, headers: _headersFor(retryAfterMs, close) });
 }
+
+// Prebuilt answers to clone, keyed by status and header list (see _clonedRefusal).
+const prebuilt = new Map<number, Response>();
+
+/**
+ * The same answer as {@linkcode _refusalResponse}, as a clone of one built once. Where the
+ * runtime's Response is native (Bun, Deno: the Host says `cloneResponses`), a clone copies the
+ * header list instead of validating and building it again; on Node @hono/node-server's
+ * lightweight Response would build the full one to clone it, so Node builds each answer.
+ */
+export function _clonedRefusal(status: number, retryAfterMs?: number, close?: boolean): Response {
+  const seconds = retryAfterMs === undefined ? 0 : retryAfterSeconds(retryAfterMs);
+  const id = (close ? seconds * 2 + 1 : seconds * 2) * 1000 + status;
+  let res = prebuilt.get(id);
+  if (res === undefined) {
+    res = _refusalResponse(status, retryAfterMs, close);
+    if (prebuilt.size >= CACHE_MAX) return res;
+    prebuilt.set(id, res);
+  }
+  return res.clone();
+}
+

@@ -30,6 +30,8 @@ export interface HostOptions {
   unref?: (id: unknown) => void;
   /** Where install failures (and the core's few other lines) are logged. @default consoleLogger */
   log?: Logger;
+  /** The runtime's Response is native and cheap to clone: refusals are clones of prebuilt answers. @default false */
+  cloneResponses?: boolean;
 }
 
 const WHAT = "create host";
@@ -88,5 +90,9 @@ export function createHost(options?: HostOptions): Host {
   if (o.eventLoopDelay !== undefined) host.eventLoopDelay = o.eventLoopDelay;
   if (o.exit !== undefined) host.exit = o.exit;
   if (o.setExitCode !== undefined) host.setExitCode = o.setExitCode;
+  if (o.cloneResponses !== undefined && typeof o.cloneResponses !== "boolean") {
+    throw new TypeError(`Cannot ${WHAT} as "cloneResponses" must be a boolean: current value is ${_show(o.cloneResponses)}`);
+  }
+  if (o.cloneResponses === true) host.cloneResponses = true;
   return host;
 }

@@ -54,4 +54,10 @@ export interface Host {
    * setting), so a forced or failed drain is reported without ending it there and then.
    */
   setExitCode?(code: number): void;
+  /**
+   * The runtime's Response is native and cloning one is cheaper than building it (Bun,
+   * Deno): the guard's refusals are clones of answers built once. Not on Node, where
+   * @hono/node-server's lightweight Response would build the full one to clone it.
+   */
+  readonly cloneResponses?: boolean;
 }

@@ -183,8 +183,13 @@ export function createClientKey(options?: ClientKeyOptions): ClientKeyFunction {
     return leftmost;
   };
 
+  // The last untrusted peer's key: a peer that is not a trusted proxy keys by its address
+  // alone, so a client sending request after request is parsed and formatted once.
+  let lastAddress: string | undefined;
+  let lastKey = unknownKey;
   return function clientKey(request, info) {
     const address = info?.peer?.address;
+    if (address === lastAddress && address !== undefined) return lastKey;
     const peer = typeof address === "string" ? _parseNode(address) : undefined;
     if (peer === undefined) return unknownKey;
     if (trusted.length > 0 && isTrusted(peer)) {
@@ -198,8 +203,11 @@ export function createClientKey(options?: ClientKeyOptions): ClientKeyFunction {
       } catch {
         // A header that cannot be read or parsed is no reason to fail a request: use the peer.
       }
+      return keyOf(peer);
     }
-    return keyOf(peer);
+    lastKey = keyOf(peer);
+    lastAddress = address;
+    return lastKey;
   };
 }
 

@@ -53,6 +53,11 @@ export class _Admission {
   straggling = false;
   /** Fails the request's body stream (a pending read rejects); set when the body is capped. */
   failBody: ((reason: unknown) => void) | undefined = undefined;
+  /**
+   * The deadline gate passed: the deadline is armed once the handler turns asynchronous
+   * (a synchronous answer cannot outlive its deadline, so it never costs a timer).
+   */
+  timed = false;
   /** Resolves the guard's answer; set when the handler starts. */
   resolve: ((res: Response) => void) | undefined = undefined;
   timeoutMs: number;
@@ -188,6 +193,11 @@ export class _Admission {
     if (this.timeoutMs === Infinity) return;
     const left = this.startedAt + this.timeoutMs - now;
     this.#deadline = this.#host.schedule(Math.max(0, left), () => this.#host.onDeadline(this), now);
+  }
+
+  /** Arms the deadline unless the handler already re-armed it (it set its own timeout). */
+  armOnce(now: number): void {
+    if (this.#deadline === undefined) this.arm(now);
   }
 
   /** Listens for the client leaving, once, only when someone asked for the signal or a cleanup. */

@@ -58,9 +58,10 @@ export interface ServeInfo {
   readonly peer?: PeerAddress;
   /**
    * Whether the request head declares a body (Content-Length or Transfer-Encoding), from an
-   * adapter that knows it cheaply (node). When true, a GET or HEAD has its declared length
-   * checked too; otherwise a GET or HEAD is never asked for its headers (on Deno and Bun
-   * that costs every GET a header read).
+   * adapter that knows it cheaply (node; deno says `false` when the request's body is null).
+   * When true, a GET or HEAD has its declared length checked too; when false the framing
+   * gate reads nothing of the request; otherwise a GET or HEAD is never asked for its headers
+   * (on Deno and Bun that costs every GET a header read).
    */
   readonly declaresBody?: boolean;
   /**
