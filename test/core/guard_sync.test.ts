@@ -14,7 +14,7 @@ describe("guard: synchronous answers", () => {
 
   test("a refusal of the synchronous gates is answered synchronously, with its deny event", () => {
     const denies: DenyEvent[] = [];
-    const guard = createGuard({ concurrencyLimit: 1, clock: createManualClock(), onDeny: (e) => denies.push(e) });
+    const guard = createGuard({ concurrencyLimit: 1, shedWaitMs: 0, clock: createManualClock(), onDeny: (e) => denies.push(e) });
     const fetch = _guardedFetch(guard, (r) => (r.url.endsWith("/hold") ? new Promise<Response>(() => {}) : new Response("ok")));
     const held = fetch(req("/hold"));
     assert.ok(held instanceof Promise);
@@ -29,7 +29,7 @@ describe("guard: synchronous answers", () => {
 
   test("a handler's synchronous Response is passed on synchronously, its permit given back", () => {
     const events: HygieneEvent[] = [];
-    const guard = createGuard({ concurrencyLimit: 1, requestTimeoutMs: 1_000, clock: createManualClock(), onEvent: (e) => events.push(e) });
+    const guard = createGuard({ concurrencyLimit: 1, shedWaitMs: 0, requestTimeoutMs: 1_000, clock: createManualClock(), onEvent: (e) => events.push(e) });
     const fetch = _guardedFetch(guard, () => new Response("ok", { status: 201 }));
     const res = fetch(req());
     assert.ok(res instanceof Response, "not a promise");
@@ -65,7 +65,7 @@ describe("guard: synchronous answers", () => {
   });
 
   test("the public wrap() always returns a promise, also for a refusal and a synchronous answer", async () => {
-    const guard = createGuard({ concurrencyLimit: 1, clock: createManualClock() });
+    const guard = createGuard({ concurrencyLimit: 1, shedWaitMs: 0, clock: createManualClock() });
     const wrapped = guard.wrap((r) => (r.url.endsWith("/hold") ? new Promise<Response>(() => {}) : new Response("ok")));
     const first = wrapped(req());
     assert.ok(first instanceof Promise);
@@ -108,7 +108,7 @@ describe("guard: synchronous answers", () => {
   test("with a Host that clones responses, each refusal is its own copy of the generic answer", async () => {
     const clock = createManualClock();
     const host = createHost({ cloneResponses: true });
-    const guard = createGuard({ concurrencyLimit: 1, loadMonitor: false, clock }, { ...host, clock });
+    const guard = createGuard({ concurrencyLimit: 1, shedWaitMs: 0, loadMonitor: false, clock }, { ...host, clock });
     const fetch = _guardedFetch(guard, () => new Promise<Response>(() => {}));
     void fetch(req());
     const first = fetch(req()) as Response;
