@@ -3,20 +3,17 @@ import { _unreadCloses, _withClose, closesOnUnreadBody } from "./request/body_ca
 import { createCleanupRegistry } from "./request/cleanup_registry.ts";
 import { dropConnectionAfter } from "./request/connection_drop.ts";
 import { systemClock } from "./clock.ts";
-import { createConcurrencyLimit, DEFAULT_SHED_WAIT_MS } from "./overload/concurrency_limit.ts";
-import { createAdaptiveLimit } from "./overload/adaptive_limit.ts";
+import { _processGates } from "./_guard_state.ts";
 import { resolveConfig } from "./config.ts";
 import { createDeadlineWheel } from "./request/deadline_wheel.ts";
 import type { DenyEvent, DenyLayer, EventSink } from "./events.ts";
 import { _emit } from "./_emit.ts";
 import { consoleLogger, type Host } from "./host/host.ts";
 import { _keyedParts } from "./limits/keyed_gates.ts";
-import { createLoadMonitor } from "./overload/load_monitor.ts";
-import { createMemoryCeiling } from "./overload/memory_ceiling.ts";
 import { _exemptMatcher } from "./request/exempt.ts";
 import { _Admission, type _AdmissionHost } from "./request/admission.ts";
 import { _createLongLived } from "./request/_long_lived.ts";
-import { _durationMs, _given, _object, _options } from "./_validate.ts";
+import { _durationMs, _options } from "./_validate.ts";
 import {
   _GATES,
   type Gate,
@@ -35,38 +32,11 @@ import {
   _deadlineGate,
 } from "./gates/mod.ts";
 import type { Guard, GuardedHandler, GuardOptions, ServeInfo } from "./guard_types.ts";
-import type { GuardedInfo } from "./request/request_context.ts";
+import { _FETCH, type _Fetch, type _InfoHandler } from "./guarded_fetch.ts";
 
 export type { Guard, GuardedHandler, GuardOptions, GuardWork, ServeInfo } from "./guard_types.ts";
 
-/** A fetch that answers synchronously when it can (adapters and hygiene() serve with it). */
-export type _Fetch = (request: Request, info?: ServeInfo) => Response | Promise<Response>;
-/** A guarded handler that may also take the adapter's info (hygiene() reads its Hono context there). */
-export type _InfoHandler = (request: Request, view: GuardedInfo, info: ServeInfo | undefined) => Response | Promise<Response>;
-const FETCH = Symbol("serve-hygiene.fetch");
-
-/**
- * The guard's serving fetch for `handler` (internal: not exported from the package). Unlike
- * `wrap`, it returns the Response itself when the answer is known synchronously — a refusal
- * of the synchronous gates, a handler that returned a Response — so the runtime takes its
- * fast path instead of waiting on a promise. With `withInfo` the handler gets the info the
- * fetch was called with as a third argument.
- *
- * @example
- * ```ts
- * import { _guardedFetch, createGuard } from "./guard.ts";
- * const guard = createGuard({ loadMonitor: false });
- * const res = _guardedFetch(guard, () => new Response("hello"))(new Request("http://localhost/"));
- * console.assert(res instanceof Response && res.status === 200);
- * guard.dispose();
- * ```
- */
-export function _guardedFetch(guard: Guard, handler: _InfoHandler, withInfo = false): _Fetch {
-  const serving = (guard as { [FETCH]?: (handler: _InfoHandler, withInfo: boolean) => _Fetch })[FETCH];
-  if (serving !== undefined) return serving(handler, withInfo);
-  // A guard built elsewhere (another copy of the package): its public wrap.
-  return guard.wrap(withInfo ? (request, view) => handler(request, view, undefined) : (handler as GuardedHandler));
-}
+export { _guardedFetch, type _Fetch, type _InfoHandler } from "./guarded_fetch.ts";
 
 const TIMEOUT = () => new DOMException("The request deadline passed", "TimeoutError");
 const DEADLINE: GateRefusal = Object.freeze({ reason: "deadline", status: 408, close: true });
@@ -101,27 +71,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const sink: EventSink = (event) => _emit(sinks, event);
   const reporting = o.onEvent !== undefined || o.onDeny !== undefined;
   const onError = o.onError ?? ((error: unknown) => log({ level: "error", msg: "handler failed", error }));
-  const concurrency = createConcurrencyLimit({
-    limit: typeof config.concurrencyLimit === "number" ? config.concurrencyLimit : createAdaptiveLimit(config.concurrencyLimit),
-    shedWaitMs: _durationMs(what, "shedWaitMs", _given(o.shedWaitMs, DEFAULT_SHED_WAIT_MS), { zero: true }),
-    maxWaiting: o.maxWaiting,
-    lifoAfterMs: o.lifoAfterMs,
-    clock,
-  });
-  const memory = o.memory === undefined
-    ? undefined
-    : createMemoryCeiling({
-      ..._object(what, "memory", o.memory),
-      rss: host?.rss,
-      live: host?.liveBytes === undefined ? undefined : () => host.liveBytes!(),
-      collectGarbage: host?.collectGarbage === undefined ? undefined : () => host.collectGarbage!(),
-      clock,
-      onEvent: o.onEvent,
-    });
-  const loadOption = _given(o.loadMonitor, host !== undefined);
-  const load = loadOption === false
-    ? undefined
-    : createLoadMonitor({ ...(loadOption === true ? {} : _object(what, "loadMonitor", loadOption)), clock });
+  const { concurrency, memory, load } = _processGates(what, o, config, clock, host);
   const deadlines = createDeadlineWheel({ clock });
   const shutdown = o.shutdown?.signal;
   const keyed = _keyedParts(o, sink);
@@ -329,6 +279,6 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       load?.dispose();
     },
     [_GATES]: gates,
-    [FETCH]: serving,
+    [_FETCH]: serving,
   } as Guard;
 }

@@ -1,0 +1,34 @@
+// The guard's serving fetch, as adapters and hygiene() call it: the Response itself when the
+// answer is known synchronously, a promise otherwise. createGuard installs it under _FETCH.
+import type { Guard, GuardedHandler, ServeInfo } from "./guard_types.ts";
+import type { GuardedInfo } from "./request/request_context.ts";
+
+/** A fetch that answers synchronously when it can (adapters and hygiene() serve with it). */
+export type _Fetch = (request: Request, info?: ServeInfo) => Response | Promise<Response>;
+/** A guarded handler that may also take the adapter's info (hygiene() reads its Hono context there). */
+export type _InfoHandler = (request: Request, view: GuardedInfo, info: ServeInfo | undefined) => Response | Promise<Response>;
+/** Where a guard keeps its serving fetch (internal). */
+export const _FETCH: unique symbol = Symbol("serve-hygiene.fetch") as never;
+
+/**
+ * The guard's serving fetch for `handler` (internal: not exported from the package). Unlike
+ * `wrap`, it returns the Response itself when the answer is known synchronously — a refusal
+ * of the synchronous gates, a handler that returned a Response — so the runtime takes its
+ * fast path instead of waiting on a promise. With `withInfo` the handler gets the info the
+ * fetch was called with as a third argument.
+ *
+ * @example
+ * ```ts
+ * import { _guardedFetch, createGuard } from "./guard.ts";
+ * const guard = createGuard({ loadMonitor: false });
+ * const res = _guardedFetch(guard, () => new Response("hello"))(new Request("http://localhost/"));
+ * console.assert(res instanceof Response && res.status === 200);
+ * guard.dispose();
+ * ```
+ */
+export function _guardedFetch(guard: Guard, handler: _InfoHandler, withInfo = false): _Fetch {
+  const serving = (guard as { [_FETCH]?: (handler: _InfoHandler, withInfo: boolean) => _Fetch })[_FETCH];
+  if (serving !== undefined) return serving(handler, withInfo);
+  // A guard built elsewhere (another copy of the package): its public wrap.
+  return guard.wrap(withInfo ? (request, view) => handler(request, view, undefined) : (handler as GuardedHandler));
+}
