@@ -25,6 +25,12 @@ export interface Clock {
   setTimeout(fn: () => void, ms: number, options?: TimerOptions): TimerHandle;
   /** Runs `fn` every `ms` milliseconds until cancelled. */
   setInterval(fn: () => void, ms: number, options?: TimerOptions): TimerHandle;
+  /**
+   * Runs `fn` once in the next event-loop turn, after the I/O pending now, with no timer's
+   * minimum delay (Node's timers wait at least 1 ms). Optional: a clock without it cannot resume
+   * work in the next turn (the load gate then refuses where it would have made a request wait).
+   */
+  setImmediate?(fn: () => void): TimerHandle;
 }
 
 /** Options of {@linkcode createSystemClock}. */
@@ -35,6 +41,13 @@ export interface SystemClockOptions {
    * (Node, Bun); the Deno adapter passes its runtime's own timer unref.
    */
   unref?: (id: unknown) => void;
+  /**
+   * The runtime's way to run a callback in the next event-loop turn, after the I/O pending now
+   * (Node's and Bun's `setImmediate`/`clearImmediate`). It becomes the clock's `setImmediate`;
+   * without it the clock has none. Leave it out where the runtime's immediates run before
+   * pending I/O is polled (Deno, measured): work resumed there would starve the server's I/O.
+   */
+  immediate?: { set: (fn: () => void) => unknown; clear: (id: never) => void };
 }
 
 function _unrefObject(id: unknown): void {
@@ -66,11 +79,19 @@ export function createSystemClock(options: SystemClockOptions = {}): Clock {
     if (opts?.unref) unref(id);
     return { cancel: () => clear(id as never) };
   };
-  return {
+  const clock: Clock = {
     now: () => performance.now(),
     setTimeout: (fn, ms, opts) => schedule(globalThis.setTimeout, globalThis.clearTimeout, fn, ms, opts),
     setInterval: (fn, ms, opts) => schedule(globalThis.setInterval, globalThis.clearInterval, fn, ms, opts),
   };
+  const immediate = options.immediate;
+  if (immediate !== undefined) {
+    clock.setImmediate = (fn) => {
+      const id = immediate.set(fn);
+      return { cancel: () => immediate.clear(id as never) };
+    };
+  }
+  return clock;
 }
 
 /** The default clock of the core: global timers, `performance.now()`. */

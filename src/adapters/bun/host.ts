@@ -27,6 +27,8 @@ export function createBunHost(options: BunHostOptions = {}): Host {
     cloneResponses: true,
     log: options.log,
     rss: () => process.memoryUsage.rss(),
+    setImmediate: (fn) => setImmediate(fn),
+    clearImmediate: (id: ReturnType<typeof setImmediate>) => clearImmediate(id),
     collectGarbage: bun === undefined ? undefined : () => bun.gc(true),
     signals: { add: (signal, handler) => process.on(signal, handler), remove: (signal, handler) => process.off(signal, handler) },
     exit: (code) => process.exit(code),

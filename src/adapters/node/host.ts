@@ -25,6 +25,8 @@ export function createNodeHost(options: NodeHostOptions = {}): Host {
   return createHost({
     log: options.log,
     rss: () => process.memoryUsage.rss(),
+    setImmediate: (fn) => setImmediate(fn),
+    clearImmediate: (id: ReturnType<typeof setImmediate>) => clearImmediate(id),
     liveBytes: () => {
       const m = process.memoryUsage();
       return m.heapUsed + m.external;

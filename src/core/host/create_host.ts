@@ -28,6 +28,15 @@ export interface HostOptions {
    * `{ unref: true }`). @default the id's own `unref()` where it has one
    */
   unref?: (id: unknown) => void;
+  /**
+   * Runs a callback in the next event-loop turn, after the I/O pending now, with its cancel
+   * (Node's and Bun's `setImmediate`/`clearImmediate`; both or neither). With it, a request
+   * past the load monitor's batch bound waits for a later turn instead of being refused.
+   * Leave it out where the runtime's immediates run before pending I/O is polled (Deno).
+   * @default none
+   */
+  setImmediate?: (fn: () => void) => unknown;
+  clearImmediate?: (id: never) => void;
   /** Where install failures (and the core's few other lines) are logged. @default consoleLogger */
   log?: Logger;
   /** The runtime's Response is native and cheap to clone: refusals are clones of prebuilt answers. @default false */
@@ -35,7 +44,7 @@ export interface HostOptions {
 }
 
 const WHAT = "create host";
-const FUNCTIONS = ["rss", "liveBytes", "collectGarbage", "eventLoopDelay", "exit", "setExitCode", "unref", "log"] as const;
+const FUNCTIONS = ["rss", "liveBytes", "collectGarbage", "eventLoopDelay", "exit", "setExitCode", "unref", "setImmediate", "clearImmediate", "log"] as const;
 
 function _signals(value: SignalApi | undefined): SignalApi | undefined {
   if (value === undefined) return undefined;
@@ -77,10 +86,16 @@ export function createHost(options?: HostOptions): Host {
   const o = _options(WHAT, options);
   for (const field of FUNCTIONS) _optionalFunction(WHAT, field, o[field]);
   const signals = _signals(o.signals);
+  if ((o.setImmediate === undefined) !== (o.clearImmediate === undefined)) {
+    throw new TypeError(`Cannot ${WHAT} as "setImmediate" and "clearImmediate" go together: only one was given`);
+  }
   const log = o.log ?? consoleLogger;
   const rss = o.rss;
   const host: { -readonly [K in keyof Host]: Host[K] } = {
-    clock: createSystemClock(o.unref === undefined ? {} : { unref: o.unref }),
+    clock: createSystemClock({
+      ...(o.unref === undefined ? {} : { unref: o.unref }),
+      ...(o.setImmediate === undefined ? {} : { immediate: { set: o.setImmediate, clear: o.clearImmediate! } }),
+    }),
     log,
     rss: rss === undefined ? () => undefined : () => rss(),
     onShutdownSignal: signals === undefined ? () => () => {} : (listener) => installShutdownSignals(signals, listener, log),

@@ -90,9 +90,30 @@ describe("createHost", () => {
     assert.equal(unrefd.length, 1);
   });
 
+  test("createHost: the runtime's setImmediate becomes the clock's, cancellable; without it the clock has none", () => {
+    const scheduled: (() => void)[] = [];
+    const cleared: unknown[] = [];
+    const host = createHost({
+      setImmediate: (fn) => scheduled.push(fn) - 1,
+      clearImmediate: (id: never) => void cleared.push(id),
+    });
+    let ran = 0;
+    const handle = host.clock.setImmediate!(() => void ran++);
+    assert.equal(scheduled.length, 1);
+    scheduled[0]!();
+    assert.equal(ran, 1);
+    handle.cancel();
+    assert.deepEqual(cleared, [0]);
+    assert.equal(createHost({}).clock.setImmediate, undefined);
+    assert.throws(() => createHost({ setImmediate: () => 0 }), {
+      name: "TypeError",
+      message: 'Cannot create host as "setImmediate" and "clearImmediate" go together: only one was given',
+    });
+  });
+
   test("createHost: options are validated up front", () => {
     assert.throws(() => createHost(5 as never), { name: "TypeError", message: "Cannot create host as the options must be an object: current value is 5" });
-    for (const field of ["rss", "liveBytes", "collectGarbage", "eventLoopDelay", "exit", "setExitCode", "unref", "log"]) {
+    for (const field of ["rss", "liveBytes", "collectGarbage", "eventLoopDelay", "exit", "setExitCode", "unref", "setImmediate", "clearImmediate", "log"]) {
       assert.throws(() => createHost({ [field]: 1 }), {
         name: "TypeError",
         message: `Cannot create host as "${field}" must be a function: current value is 1`,
