@@ -87,7 +87,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     return r.response ?? refusal(r.status, r.retryAfterMs, r.close);
   };
 
-  const loadGate = load === undefined ? undefined : _loadGate(load);
+  const loadGate = load === undefined ? undefined : _loadGate(load, clock, { waitMs: concurrency.shedWaitMs, maxWaiting: concurrency.maxWaiting });
   // DESIGN.md's request path, in its order. Gate 0, the connection cap, acts per connection,
   // before any request exists: the adapter reports connections to the connection gate
   // (connection_gate.ts, built by serve) and refuses there; this list starts at gate 1.
@@ -216,12 +216,12 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     for (; i < list.length; i++) {
       const v = list[i]!.admit(a);
       if (v === undefined) continue;
-      if (v instanceof Promise) {
+      if (typeof (v as PromiseLike<GateVerdict>).then === "function") {
         const gate = list[i]!;
         const next = i + 1;
-        return v.then((r: GateVerdict) => (r === undefined ? pass(handler, a, list, next, withInfo) : denied(a, gate, r)));
+        return (v as Promise<GateVerdict>).then((r: GateVerdict) => (r === undefined ? pass(handler, a, list, next, withInfo) : denied(a, gate, r)));
       }
-      return denied(a, list[i]!, v);
+      return denied(a, list[i]!, v as GateRefusal);
     }
     return run(handler, a, withInfo);
   };
@@ -261,8 +261,16 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       get inFlight() {
         return concurrency.inFlight;
       },
-      idle: () => concurrency.idle(),
+      // No permit held and no request waiting for a later turn (one that waits holds nothing yet).
+      async idle() {
+        for (;;) {
+          await concurrency.idle();
+          if (loadGate === undefined || loadGate.waiting === 0) return;
+          await loadGate.emptied();
+        }
+      },
       abortAll(reason) {
+        loadGate?.refuseWaiting();
         for (const a of live) {
           a.abandon(reason);
           // Where the runtime still waits for this request's answer, it gets one and the

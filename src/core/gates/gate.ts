@@ -23,7 +23,7 @@ export interface GateRefusal {
   readonly reported?: boolean;
 }
 
-/** What a gate answers: `PASS` (undefined), a refusal, or a promise of either. */
+/** What a gate answers now: `PASS` (undefined) or a refusal; `admit` may instead return a promise(-like) of it. */
 export type GateVerdict = GateRefusal | undefined;
 
 /** One gate of the list. */
@@ -32,7 +32,11 @@ export interface Gate {
   readonly layer: DenyLayer;
   /** Process-wide gates (draining, memory, load, concurrency) never refuse `exempt` requests. */
   readonly processWide: boolean;
-  admit(admission: _Admission): GateVerdict | Promise<GateVerdict>;
+  /**
+   * The verdict now, or later: a promise, or a promise-like whose `then` returns a promise and
+   * may call back synchronously (the load gate starts a deferred request inside a later turn).
+   */
+  admit(admission: _Admission): GateVerdict | PromiseLike<GateVerdict>;
 }
 
 /** Where a guard keeps its gate list, for tests that check the order (not exported from the package). */

@@ -1,22 +1,49 @@
-// Gate 3: the event-loop load monitor's admitted share. Its probe starts with the first
-// request, so start-up work between createGuard() and serving (module loading, warming caches)
-// is not read as a stalled loop; a probe stopped for lack of requests (idleAfterMs) is
-// restarted by the next request's admit().
+// Gate 3: the event-loop load monitor. Its probe starts with the first request, so start-up
+// work between createGuard() and serving (module loading, warming caches) is not read as a
+// stalled loop; a probe stopped for lack of requests (idleAfterMs) is restarted by the next
+// request's admit(). A request the monitor would refuse (this turn's batch is full, or the
+// admitted share says not now) waits for a later turn instead, when a wait is allowed, and so
+// does every request that arrives while others wait (they would be started first: newest
+// first); one that has waited the wait bound, or finds the queue full, is refused with the
+// monitor's reason.
+import type { Clock } from "../clock.ts";
 import type { LoadMonitor } from "../overload/load_monitor.ts";
+import { _TurnQueue, type _TurnWaiter } from "../overload/_turn_queue.ts";
 import type { _Admission } from "../request/admission.ts";
-import { type Gate, type GateRefusal, PASS } from "./gate.ts";
+import { type Gate, type GateRefusal, type GateVerdict, PASS } from "./gate.ts";
 
 /** The load gate, and how to stop it from starting the probe (the guard was disposed). */
 export interface _LoadGate extends Gate {
+  /** Requests waiting for a later turn now. */
+  readonly waiting: number;
+  /** Settles the next time no request waits for a later turn. */
+  emptied(): Promise<void>;
+  /** Refuses every waiting request now and every later one that would wait (a forced drain). */
+  refuseWaiting(): void;
   dispose(): void;
 }
 
+/** How long a request may wait for a later turn, and how many may (0 for either: refuse at once). */
+export interface _LoadWait {
+  readonly waitMs: number;
+  readonly maxWaiting: number;
+}
+
+// A waiting request whose client left: nobody reads the answer, the deny event says why.
+const ABORTED: GateRefusal = Object.freeze({ reason: "aborted", status: 503 });
+
 /** The load gate over a load monitor. */
-export function _loadGate(load: LoadMonitor): _LoadGate {
+export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait): _LoadGate {
   let idle = true;
   // Built once: a refusal under a storm allocates nothing here.
   const busy: GateRefusal = Object.freeze({ reason: "busy", status: 503, retryAfterMs: load.retryAfterMs });
   const batch: GateRefusal = Object.freeze({ reason: "batch", status: 503, retryAfterMs: load.retryAfterMs });
+  const queue = wait !== undefined && wait.waitMs > 0 && wait.maxWaiting > 0 && clock.setImmediate !== undefined ? new _TurnQueue(clock, wait.waitMs, wait.maxWaiting, () => load.pace()) : undefined;
+  const off = queue === undefined ? undefined : load.onTurn(() => queue.wake());
+  const later = (a: _Admission, refusal: GateRefusal) => {
+    const w = new _Later(a, refusal);
+    return queue!.push(w) ? w : refusal;
+  };
   return {
     layer: "load",
     processWide: true,
@@ -26,11 +53,63 @@ export function _loadGate(load: LoadMonitor): _LoadGate {
         load.start();
         return PASS;
       }
-      const refusal = load.refusal(a.startedAt);
-      return refusal === undefined ? PASS : refusal === "batch" ? batch : busy;
+      if (queue !== undefined && queue.length > 0) return later(a, batch);
+      const why = load.refusal(a.startedAt);
+      if (why === undefined) return PASS;
+      const refusal = why === "batch" ? batch : busy;
+      return queue === undefined ? refusal : later(a, refusal);
+    },
+    get waiting() {
+      return queue === undefined ? 0 : queue.length;
+    },
+    emptied: () => (queue === undefined ? Promise.resolve() : queue.emptied()),
+    refuseWaiting() {
+      queue?.close(false);
     },
     dispose() {
       idle = false;
+      off?.();
+      queue?.close(true);
     },
   };
+}
+
+/**
+ * A request's verdict from a later turn. A promise-like, not a promise: the guard's
+ * continuation (the next gates, then the handler) runs inside `go`, synchronously, so the
+ * slice that starts it measures the handler's time; a promise would run it some microtasks
+ * later.
+ */
+class _Later implements _TurnWaiter, PromiseLike<GateVerdict> {
+  readonly at: number;
+  readonly #a: _Admission;
+  readonly #refusal: GateRefusal;
+  #next: ((verdict: GateVerdict) => void) | undefined = undefined;
+
+  constructor(a: _Admission, refusal: GateRefusal) {
+    this.at = a.startedAt;
+    this.#a = a;
+    this.#refusal = refusal;
+  }
+
+  then<A = GateVerdict, B = never>(onVerdict?: ((v: GateVerdict) => A | PromiseLike<A>) | null, onError?: ((e: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
+    return new Promise<A | B>((resolve, reject) => {
+      this.#next = (verdict) => {
+        if (typeof onVerdict !== "function") return resolve(verdict as A);
+        try {
+          resolve(onVerdict(verdict));
+        } catch (error) {
+          if (typeof onError === "function") resolve(onError(error));
+          else reject(error);
+        }
+      };
+    });
+  }
+
+  go(admit: boolean): void {
+    const next = this.#next;
+    this.#next = undefined;
+    // A client that left while its request waited: refused, its handler never runs.
+    next?.(!admit ? this.#refusal : this.#a.request.signal.aborted ? ABORTED : PASS);
+  }
 }

@@ -67,6 +67,8 @@ export interface ConcurrencyLimit {
   /** Whether the limit follows latency. */
   readonly adaptive: boolean;
   readonly shedWaitMs: number;
+  /** The most requests that may wait at once. */
+  readonly maxWaiting: number;
   /** Permits held now. Exact: every permit is released once, when its work settles. */
   readonly inFlight: number;
   /** Requests waiting for a permit now. */
@@ -170,6 +172,7 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
     },
     adaptive: adaptive !== undefined,
     shedWaitMs,
+    maxWaiting,
     get inFlight() {
       return inFlight;
     },

@@ -84,6 +84,18 @@ export interface LoadMonitor {
    * `"busy"` when the loop is stalled past the high watermark or the share says no.
    */
   refusal(now?: number): LoadRefusal | undefined;
+  /**
+   * Whether work put off to a later turn (and started in short slices of its own, so neither the
+   * batch bound nor the share applies) may start at `now`: false while busy (from a sample at
+   * the high watermark until one at the low one) or while the loop is stalled right now. True
+   * while not running.
+   */
+  pace(now?: number): boolean;
+  /**
+   * Calls `listener` each time the probe runs (after it read its sample and ended the turn):
+   * work put off while the share said no is looked at again there. Returns its remover.
+   */
+  onTurn(listener: () => void): () => void;
   /** The softer question for background work: is the loop slower than it should be? */
   shouldDefer(): boolean;
   /** Starts the probe (an unref'd interval). Idempotent. */
@@ -169,6 +181,7 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
   let batchStart = NaN; // the current turn's first admission; NaN until one (the probe ends a turn)
   let probe: TimerHandle | undefined;
   let idle = false; // stopped for lack of requests: the next admit() restarts the probe
+  const turnListeners = new Set<() => void>();
 
   // The share a delay calls for: everything up to the low watermark, then the share that
   // would bring a delay proportional to admitted work back to it. A function of the delay,
@@ -205,7 +218,10 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
       probe = undefined;
       idle = true;
     }
+    for (const listener of turnListeners) listener();
   };
+
+  const stalled = (now: number) => now - lastTick - interval >= high; // right now, not by admissions
 
   const monitor: LoadMonitor = {
     get busy() {
@@ -236,7 +252,7 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
         return undefined;
       }
       if (now - batchStart > maxBatch) return "batch"; // false while NaN: no admission yet this turn
-      if (now - lastTick - interval >= high) return "busy"; // stalled right now (not by admissions): add nothing
+      if (stalled(now)) return "busy"; // add nothing
       if (share < 1) {
         credit += share;
         if (credit < 1 - 1e-9) return "busy"; // tolerate float drift: a share of 0.1 admits exactly 1 in 10
@@ -244,6 +260,14 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
       }
       if (batchStart !== batchStart) batchStart = now;
       return undefined;
+    },
+    pace(now = clock.now()) {
+      return probe === undefined || (!busy && !stalled(now));
+    },
+    onTurn(listener) {
+      const own = () => listener(); // one entry per registration, removed by its own remover
+      turnListeners.add(own);
+      return () => void turnListeners.delete(own);
     },
     shouldDefer() {
       return probe !== undefined && smoothed > deferAbove;

@@ -1,0 +1,158 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createGuard, type GuardOptions } from "../../../src/core/guard.ts";
+import type { DenyEvent } from "../../../src/core/mod.ts";
+import { flushMicrotasks } from "../../support/flush.ts";
+import { createTurnClock, type TurnClock } from "../../support/turn_clock.ts";
+
+// The load gate's later turns, driven by hand: a handler "burns" by moving the clock, the
+// batch bound is 20 ms, and the share and the stall check are out of reach, so what puts a
+// request off (or refuses it) is the batch bound alone.
+const loadMonitor = { maxBatchMs: 20, minAdmitShare: 1, highWatermarkMs: 600_000 };
+
+function setup(clock: TurnClock, options: GuardOptions = {}) {
+  const handled: string[] = [];
+  const denials: DenyEvent[] = [];
+  const guard = createGuard({ loadMonitor, clock, concurrencyLimit: 64, onDeny: (e) => void denials.push(e), ...options });
+  const fetch = guard.wrap((request) => {
+    const path = new URL(request.url).pathname;
+    handled.push(path);
+    clock.t += 30; // past the batch bound on its own
+    return new Response(path);
+  });
+  const get = (path: string, signal?: AbortSignal) => fetch(new Request(`http://localhost${path}`, { signal }));
+  return { guard, handled, denials, get };
+}
+
+describe("load gate: later turns", () => {
+  test("load gate: a request past the batch bound waits for a later turn and runs there, newest first", async () => {
+    const clock = createTurnClock();
+    const { guard, handled, denials, get } = setup(clock);
+    const first = get("/1"); // starts the probe: admitted
+    const second = get("/2"); // the batch's first admission
+    const [third, fourth] = [get("/3"), get("/4")]; // the batch is 30 ms old: both wait
+    assert.deepEqual(handled, ["/1", "/2"]);
+    assert.equal(clock.runImmediates(), 1);
+    assert.deepEqual(handled, ["/1", "/2", "/4"], "the newest ran synchronously in the next turn's slice; the slice ended after it");
+    await flushMicrotasks();
+    assert.equal(clock.runImmediates(), 1, "the slice scheduled the next one");
+    assert.deepEqual(handled, ["/1", "/2", "/4", "/3"]);
+    const bodies = await Promise.all([first, second, third, fourth].map(async (r) => (await r).text()));
+    assert.deepEqual(bodies, ["/1", "/2", "/3", "/4"]);
+    assert.deepEqual(denials, [], "nothing was refused");
+    assert.equal(guard.inFlight, 0);
+    guard.dispose();
+  });
+
+  test("load gate: a waiting request is refused with the batch reason once it has waited shedWaitMs", async () => {
+    const clock = createTurnClock();
+    const { guard, handled, denials, get } = setup(clock, { shedWaitMs: 100 });
+    void get("/1");
+    void get("/2");
+    const late = get("/3");
+    clock.t += 100;
+    clock.runImmediates();
+    const res = await late;
+    assert.equal(res.status, 503);
+    assert.ok(res.headers.has("retry-after"));
+    assert.deepEqual(handled, ["/1", "/2"]);
+    assert.deepEqual(denials.map((e) => [e.layer, e.reason]), [["load", "batch"]]);
+    guard.dispose();
+  });
+
+  test("load gate: shedWaitMs 0 (no waiting anywhere) refuses past the batch bound at once", async () => {
+    const clock = createTurnClock();
+    const { guard, handled, denials, get } = setup(clock, { shedWaitMs: 0 });
+    void get("/1");
+    void get("/2");
+    const res = await get("/3");
+    assert.equal(res.status, 503);
+    assert.equal(clock.pendingImmediates, 0);
+    assert.deepEqual(handled, ["/1", "/2"]);
+    assert.deepEqual(denials.map((e) => e.reason), ["batch"]);
+    guard.dispose();
+  });
+
+  test("load gate: a clock without setImmediate cannot resume work in a later turn, so past the batch bound it refuses", async () => {
+    const clock = createTurnClock();
+    delete (clock as { setImmediate?: unknown }).setImmediate;
+    const { guard, denials, get } = setup(clock);
+    void get("/1");
+    void get("/2");
+    assert.equal((await get("/3")).status, 503);
+    assert.deepEqual(denials.map((e) => e.reason), ["batch"]);
+    guard.dispose();
+  });
+
+  test("load gate: while requests wait, a new one waits too (and starts first, newest) even when its turn has room", async () => {
+    const clock = createTurnClock();
+    const { guard, handled, get } = setup(clock);
+    void get("/1");
+    void get("/2");
+    void get("/3"); // waits: the batch is full
+    clock.t += 50;
+    clock.runIntervals(); // the probe runs: a new turn, with room in its batch as far as the monitor is concerned...
+    void get("/4"); // ...but others wait: this one waits too, and is started first (newest)
+    assert.deepEqual(handled, ["/1", "/2"]);
+    clock.runImmediates();
+    await flushMicrotasks();
+    clock.runImmediates();
+    await flushMicrotasks();
+    assert.deepEqual(handled, ["/1", "/2", "/4", "/3"]);
+    guard.dispose();
+  });
+
+  test("load gate: disposing the guard starts every waiting request (the monitor reads normal from then on)", async () => {
+    const clock = createTurnClock();
+    const { guard, handled, denials, get } = setup(clock);
+    void get("/1");
+    void get("/2");
+    const waiting = [get("/3"), get("/4")];
+    guard.dispose();
+    assert.deepEqual(handled, ["/1", "/2", "/4", "/3"]);
+    assert.deepEqual((await Promise.all(waiting)).map((r) => r.status), [200, 200]);
+    assert.deepEqual(denials, []);
+    assert.equal(clock.pendingImmediates, 0);
+  });
+
+  test("load gate: a waiting request whose client left is refused when its turn comes, and its handler never runs", async () => {
+    const clock = createTurnClock();
+    const { guard, handled, denials, get } = setup(clock);
+    void get("/1");
+    void get("/2");
+    const client = new AbortController();
+    const gone = get("/3", client.signal);
+    client.abort();
+    clock.runImmediates();
+    assert.equal((await gone).status, 503);
+    assert.deepEqual(handled, ["/1", "/2"]);
+    assert.deepEqual(denials.map((e) => [e.layer, e.reason]), [["load", "aborted"]]);
+    guard.dispose();
+  });
+
+  test("load gate: the guard's work is idle only once no request waits for a later turn, and a forced drain refuses the waiting", async () => {
+    const clock = createTurnClock();
+    const { guard, handled, get } = setup(clock);
+    void get("/1");
+    void get("/2");
+    const waiting = get("/3");
+    let idle = false;
+    void guard.work.idle().then(() => void (idle = true));
+    await flushMicrotasks();
+    assert.equal(guard.work.inFlight, 0, "no permit is held: the handlers are synchronous");
+    assert.equal(idle, false, "a request still waits");
+    clock.runImmediates();
+    await flushMicrotasks();
+    assert.equal((await waiting).status, 200);
+    assert.equal(idle, true);
+    assert.deepEqual(handled, ["/1", "/2", "/3"]);
+
+    void get("/4"); // a new turn's batch is still the old one (the probe has not run): waits
+    const forced = get("/5");
+    guard.work.abortAll(new Error("drain window ran out"));
+    assert.equal((await forced).status, 503);
+    assert.equal((await get("/6")).status, 503, "nothing waits after a forced drain");
+    assert.deepEqual(handled, ["/1", "/2", "/3"]);
+    guard.dispose();
+  });
+});

@@ -1,0 +1,136 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { _TurnQueue, TURN_SLICE_MS, type _TurnWaiter } from "../../../src/core/overload/_turn_queue.ts";
+import { flushMicrotasks } from "../../support/flush.ts";
+import { createTurnClock } from "../../support/turn_clock.ts";
+
+/** A waiter that records how it ended, and burns `burnMs` of the clock when started. */
+function waiter(log: string[], name: string, at: number, onStart: () => void = () => {}): _TurnWaiter {
+  return {
+    at,
+    go(admit) {
+      log.push(`${admit ? "start" : "refuse"} ${name}`);
+      if (admit) onStart();
+    },
+  };
+}
+
+const always = () => true;
+
+describe("turn queue", () => {
+  test("turn queue: waiters start in the next turn, newest first, one slice a turn", async () => {
+    const clock = createTurnClock();
+    const queue = new _TurnQueue(clock, 500, 16, always);
+    const log: string[] = [];
+    const burn = () => void (clock.t += TURN_SLICE_MS * 0.4);
+    for (const name of ["a", "b", "c", "d"]) assert.equal(queue.push(waiter(log, name, clock.t, burn)), true);
+    assert.deepEqual(log, [], "nothing starts in the turn that queued them");
+    assert.equal(clock.pendingImmediates, 1, "one slice is scheduled, not one per waiter");
+    clock.runImmediates();
+    await flushMicrotasks();
+    // Each start burns 0.4 of a slice: the third start ends it, the fourth waits for the next turn.
+    assert.deepEqual(log, ["start d", "start c", "start b"]);
+    assert.equal(queue.length, 1);
+    assert.equal(clock.runImmediates(), 1);
+    await flushMicrotasks();
+    assert.deepEqual(log, ["start d", "start c", "start b", "start a"]);
+    assert.equal(queue.length, 0);
+    assert.equal(clock.pendingImmediates, 0, "an empty queue schedules no more slices");
+  });
+
+  test("turn queue: a started waiter's synchronous work runs inside its start, before the next", async () => {
+    const clock = createTurnClock();
+    const queue = new _TurnQueue(clock, 500, 16, always);
+    const log: string[] = [];
+    queue.push(waiter(log, "old", clock.t));
+    queue.push(waiter(log, "new", clock.t, () => log.push("new's handler")));
+    clock.runImmediates();
+    assert.deepEqual(log, ["start new", "new's handler"], "the first start and its work ran synchronously in the slice");
+    await flushMicrotasks();
+    assert.deepEqual(log, ["start new", "new's handler", "start old"]);
+  });
+
+  test("turn queue: the work a start sets off in microtasks counts against the slice", async () => {
+    const clock = createTurnClock();
+    const queue = new _TurnQueue(clock, 500, 16, always);
+    const log: string[] = [];
+    // An async handler settling: its cost lands a microtask after the start.
+    const settleLater = () => queueMicrotask(() => void (clock.t += TURN_SLICE_MS * 2));
+    queue.push(waiter(log, "a", clock.t, settleLater));
+    queue.push(waiter(log, "b", clock.t, settleLater));
+    clock.runImmediates();
+    await flushMicrotasks();
+    assert.deepEqual(log, ["start b"], "the slice saw b's microtask work and ended");
+    clock.runImmediates();
+    await flushMicrotasks();
+    assert.deepEqual(log, ["start b", "start a"]);
+  });
+
+  test("turn queue: a waiter past the wait bound is refused, oldest first, before anything starts", async () => {
+    const clock = createTurnClock();
+    const queue = new _TurnQueue(clock, 100, 16, always);
+    const log: string[] = [];
+    queue.push(waiter(log, "oldest", clock.t - 150));
+    queue.push(waiter(log, "old", clock.t - 100));
+    queue.push(waiter(log, "fresh", clock.t - 99));
+    clock.runImmediates();
+    await flushMicrotasks();
+    assert.deepEqual(log, ["refuse oldest", "refuse old", "start fresh"]);
+    assert.equal(queue.length, 0);
+  });
+
+  test("turn queue: the length is bounded, and a closed queue starts everyone and takes no more", async () => {
+    const clock = createTurnClock();
+    const queue = new _TurnQueue(clock, 500, 2, always);
+    const log: string[] = [];
+    assert.equal(queue.push(waiter(log, "a", clock.t)), true);
+    assert.equal(queue.push(waiter(log, "b", clock.t)), true);
+    assert.equal(queue.push(waiter(log, "c", clock.t)), false, "past maxWaiting");
+    assert.equal(queue.length, 2);
+    queue.close(true);
+    assert.deepEqual(log, ["start b", "start a"]);
+    assert.equal(clock.pendingImmediates, 0, "the scheduled slice was cancelled");
+    assert.equal(queue.push(waiter(log, "d", clock.t)), false);
+    await flushMicrotasks();
+    assert.deepEqual(log, ["start b", "start a"]);
+  });
+
+  test("turn queue: while the pace says no, nothing starts and no slice spins; wake() resumes", async () => {
+    const clock = createTurnClock();
+    let pace = false;
+    const queue = new _TurnQueue(clock, 500, 16, () => pace);
+    const log: string[] = [];
+    queue.push(waiter(log, "a", clock.t));
+    clock.runImmediates();
+    await flushMicrotasks();
+    assert.deepEqual(log, []);
+    assert.equal(clock.pendingImmediates, 0, "held: no slice scheduled until woken");
+    queue.push(waiter(log, "b", clock.t));
+    assert.equal(clock.pendingImmediates, 0, "a new waiter does not schedule a slice while held");
+    queue.wake();
+    assert.equal(clock.pendingImmediates, 1);
+    clock.runImmediates();
+    await flushMicrotasks();
+    assert.deepEqual(log, [], "woken, but the pace still says no");
+    pace = true;
+    queue.wake();
+    clock.runImmediates();
+    await flushMicrotasks();
+    assert.deepEqual(log, ["start b", "start a"]);
+  });
+
+  test("turn queue: a held queue still refuses waiters past the wait bound when woken", async () => {
+    const clock = createTurnClock();
+    const queue = new _TurnQueue(clock, 100, 16, () => false);
+    const log: string[] = [];
+    queue.push(waiter(log, "a", clock.t));
+    clock.runImmediates();
+    await flushMicrotasks();
+    clock.t += 100;
+    queue.wake();
+    clock.runImmediates();
+    await flushMicrotasks();
+    assert.deepEqual(log, ["refuse a"]);
+    assert.equal(queue.length, 0);
+  });
+});
