@@ -64,6 +64,9 @@ class _NodeInfo {
   get peer() {
     return peerOf(this.#incoming);
   }
+  get clientGone() {
+    return this.#incoming.socket?.destroyed === true;
+  }
 }
 
 /** The node:http binding: listens with the guarded fetch and exposes the core's Server. */

@@ -110,6 +110,6 @@ class _Later implements _TurnWaiter, PromiseLike<GateVerdict> {
     const next = this.#next;
     this.#next = undefined;
     // A client that left while its request waited: refused, its handler never runs.
-    next?.(!admit ? this.#refusal : this.#a.request.signal.aborted ? ABORTED : PASS);
+    next?.(!admit ? this.#refusal : (this.#a.info?.clientGone ?? this.#a.request.signal.aborted) ? ABORTED : PASS);
   }
 }

@@ -6,8 +6,8 @@
 // responses go out, requests come in (Node accepts one new connection per loop turn, so long
 // turns would leave new clients waiting in the kernel's accept queue). A waiter that has
 // waited `waitMs` is refused, oldest first; the length is bounded. While the load monitor
-// says not now (busy, or the loop stalled right now), nothing starts, and slices wait for its
-// next probe rather than spin.
+// says not now (the loop stalled right now), nothing starts, and slices wait for its next
+// probe rather than spin.
 import type { Clock, TimerHandle } from "../clock.ts";
 
 /** One request put off: `go(true)` starts it, `go(false)` refuses it. Called once. */
@@ -115,7 +115,6 @@ export class _TurnQueue {
     this.#timer = this.length > 0 && !this.#closed && !this.#held ? this.#next() : undefined;
   };
 
-  // The next slice: in the next loop turn, after the I/O pending now.
   // The next slice: in the next loop turn, after the I/O pending now.
   #next(): TimerHandle {
     return this.#clock.setImmediate!(this.#slice);

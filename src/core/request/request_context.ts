@@ -69,6 +69,12 @@ export interface ServeInfo {
    * `declaresBody: true`: the framing gate then reads no header of the request.
    */
   readonly declared?: DeclaredLength;
+  /**
+   * True once the client's connection has closed, from an adapter that knows it without the
+   * request's `signal` (node: reading the signal makes @hono/node-server build the full
+   * Request). Where absent, the request's signal says.
+   */
+  readonly clientGone?: boolean;
 }
 
 /**

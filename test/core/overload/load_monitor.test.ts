@@ -67,6 +67,27 @@ describe("load monitor", () => {
     void clock;
   });
 
+  test("load monitor: pace() holds work put off to a later turn only while the loop is stalled right now, not for the busy state or the share; onTurn listeners run at each probe", () => {
+    const { clock, monitor } = started({ sampleIntervalMs: 10 });
+    let turns = 0;
+    const off = monitor.onTurn(() => void turns++);
+    const t0 = clock.now();
+    assert.equal(monitor.pace(t0 + 5), true);
+    assert.equal(monitor.pace(t0 + 10 + 40), false, "the probe is overdue by the high watermark");
+    clock.advance(10);
+    assert.equal(turns, 1);
+    monitor.record(500); // busy, the share at its floor
+    assert.ok(monitor.busy && monitor.admitShare < 1);
+    const now = clock.now();
+    assert.equal(monitor.pace(now), true, "busy, but not stalled right now");
+    assert.equal(monitor.pace(now), true, "and the share takes no credit from it");
+    off();
+    clock.advance(10);
+    assert.equal(turns, 1, "a removed listener is not called");
+    monitor.dispose();
+    assert.equal(monitor.pace(now + 1_000), true, "not running: reads normal");
+  });
+
   test("load monitor: while busy the admitted share follows the measured delay, with a floor", () => {
     const { clock, monitor } = started({ minAdmitShare: 0.1 });
     monitor.record(60);
