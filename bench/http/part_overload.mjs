@@ -42,6 +42,8 @@ async function measure(gen, c, { warmS, seconds, unloadedS, rate, env }) {
       errors: r.connectErrors + r.readErrors + r.writeErrors + r.timeouts,
       p50Us: histPercentile(r.okHistUs, 50),
       p99Us: histPercentile(r.okHistUs, 99),
+      // Requests sent ≥ 1 s into the run: without those of connections accepted late (see latency.lua).
+      p99SteadyUs: histPercentile(r.okHistSteadyUs ?? [], 99),
       maxUs: histMax(r.okHistUs),
       rps: r.requests / r.seconds,
       cpuShare: cpu / r.seconds,
@@ -55,7 +57,7 @@ async function measure(gen, c, { warmS, seconds, unloadedS, rate, env }) {
 const logRun = (run, c, m) =>
   console.log(
     `  run ${run} ${c.rt.padEnd(4)} ${c.kind.padEnd(5)} ${c.label.padEnd(50)} 2xx ${fmt.int(m.goodput).padStart(5)}/s  503 ${fmt.pct(m.share503).padStart(4)}  ` +
-      `2xx p50 ${fmt.ms(m.p50Us)} p99 ${fmt.ms(m.p99Us)} max ${fmt.ms(m.maxUs)} ms  (all ${fmt.int(m.rps)}/s, server CPU ${fmt.pct(m.cpuShare)})` +
+      `2xx p50 ${fmt.ms(m.p50Us)} p99 ${fmt.ms(m.p99Us)} (after 1 s ${fmt.ms(m.p99SteadyUs)}) max ${fmt.ms(m.maxUs)} ms  (all ${fmt.int(m.rps)}/s, server CPU ${fmt.pct(m.cpuShare)})` +
       (m.rate ? `  paced at ${fmt.int(m.rate)}/s` : "") + (m.errors || m.other ? `  errors ${m.errors}, other ${m.other}` : "") +
       (m.noise >= 0.1 ? `  (others used ${Math.round(m.noise * 100)}% of a core)` : ""),
   );
@@ -94,7 +96,7 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
   }
   // Ratios inside each round (the case ÷ its reference in the same round), then medians.
   for (const c of cases) {
-    for (const k of ["goodput", "share503", "p50Us", "p99Us", "maxUs", "rps", "cpuShare"]) c[k] = median(c.runs.map((m) => m[k]));
+    for (const k of ["goodput", "share503", "p50Us", "p99Us", "p99SteadyUs", "maxUs", "rps", "cpuShare"]) c[k] = median(c.runs.map((m) => m[k]));
     const none = find(c.rt, c.path, "none"), unloaded = find(c.rt, c.path, "unloaded");
     c.goodputShare = median(c.runs.map((m, i) => m.goodput / none.runs[i].goodput));
     c.p99VsUnloaded = median(c.runs.map((m, i) => m.p99Us / unloaded.runs[i].p99Us));
@@ -104,15 +106,17 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
   }
   const verdicts = [];
   const verdict = (ok) => (ok ? "met" : "**missed**");
+  // The target is the whole run's p99; the p99 of requests sent after the first second is shown beside it, not instead.
+  const steady = (c) => (Number.isFinite(c.p99SteadyUs) ? ` (requests sent after the first second: p99 ${fmt.ms(c.p99SteadyUs)} ms)` : "");
   for (const rt of runtimes) {
     const s = find(rt, "/burn", "lib"), a = find(rt, "/burn-async", "lib"), io = find(rt, "/io", "lib"), capA = find(rt, "/burn-async", "cap");
     if (s) {
-      verdicts.push(`- ${rt}, sync 2 ms: goodput ${fmt.share(s.goodputShare)} (target ≥ 0.90) ${verdict(s.goodputShare >= 0.9)}; admitted p99 ${fmt.ms(s.p99Us)} ms (target ≤ 50 ms) ${verdict(s.p99Us <= 50_000)}.`);
+      verdicts.push(`- ${rt}, sync 2 ms: goodput ${fmt.share(s.goodputShare)} (target ≥ 0.90) ${verdict(s.goodputShare >= 0.9)}; admitted p99 ${fmt.ms(s.p99Us)} ms (target ≤ 50 ms) ${verdict(s.p99Us <= 50_000)}${steady(s)}.`);
     }
     if (a) {
       verdicts.push(
         `- ${rt}, async 2 ms: goodput ${fmt.share(a.goodputShare)} (target ≥ 0.95) ${verdict(a.goodputShare >= 0.95)}, against the 15-line cap's ${fmt.share(capA.goodputShare)} (target ≥) ${verdict(a.goodputShare >= capA.goodputShare)}; ` +
-          `admitted p99 ${fmt.ms(a.p99Us)} ms (target ≤ 50 ms) ${verdict(a.p99Us <= 50_000)}.`,
+          `admitted p99 ${fmt.ms(a.p99Us)} ms (target ≤ 50 ms) ${verdict(a.p99Us <= 50_000)}${steady(a)}.`,
       );
     }
     if (io) {
@@ -131,6 +135,7 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
     `Overload: wrk -t1 -c${CONNECTIONS} (closed loop: a refused connection asks again at once, so offered load is far above 4× capacity for the CPU handlers), ${warmS} s warm-up, 1 s pause, ${seconds} s measured.`,
     `Half of capacity: serve-hygiene with the same defaults, wrk paced (latency.lua's schedule) at half the unprotected server's 2xx/s of the same round, ${PACED_CONNECTIONS} connections; its "goodput share" is 2xx/s ÷ the offered rate.`,
     `Unloaded: the unprotected server with 1 connection, ${unloadedS} s. Latency is timed per 2xx response by wrk (bench/http/latency.lua: each request carries its send time, the server echoes it), so p50/p99/max cover admitted requests only.`,
+    `"p99 after 1 s" covers the requests sent 1 s or more into the measured run. wrk opens its ${CONNECTIONS} connections at once; Node accepts one connection per event-loop turn (libuv), so while its loop is busy the last connections wait in the kernel's accept queue for up to a second, and their first requests carry that wait. The targets are judged on the whole run's p99; the second figure shows how much of it is that start.`,
     `Goodput share = 2xx/s ÷ the unprotected server's 2xx/s on the same runtime and handler, taken in each round, median over ${runs} round(s); p99 ÷ unloaded likewise. Server pinned to core 1, wrk to core 0.`,
     `serve-hygiene runs with its defaults and no tuning: the adaptive concurrency limit, the admission queue (shedWaitMs 500, adaptive LIFO), the load monitor's defaults.`,
     "",
@@ -146,11 +151,11 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
       md.push(`## ${rt} — ${kind} (\`${path}\`)`, "");
       md.push(
         table(
-          ["server", "2xx/s", "goodput share", "503 share", "2xx p50 ms", "2xx p99 ms", "2xx max ms", "p99 ÷ unloaded", "server CPU"],
+          ["server", "2xx/s", "goodput share", "503 share", "2xx p50 ms", "2xx p99 ms", "p99 after 1 s", "2xx max ms", "p99 ÷ unloaded", "server CPU"],
           cases.filter((c) => c.rt === rt && c.path === path).map((c) => [
             c.label + (c.errors ? ` (${c.errors} errors/other statuses)` : ""),
             fmt.int(c.goodput), c.id === "unloaded" ? "—" : fmt.share(c.goodputShare), fmt.pct(c.share503),
-            fmt.ms(c.p50Us), fmt.ms(c.p99Us), fmt.ms(c.maxUs), fmt.share(c.p99VsUnloaded), fmt.pct(c.cpuShare),
+            fmt.ms(c.p50Us), fmt.ms(c.p99Us), fmt.ms(c.p99SteadyUs), fmt.ms(c.maxUs), fmt.share(c.p99VsUnloaded), fmt.pct(c.cpuShare),
           ]),
         ),
         "",
