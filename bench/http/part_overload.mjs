@@ -8,7 +8,7 @@
 // under-pressure. Plus serve-hygiene at half of capacity (paced load: must refuse nothing).
 // 2xx responses are timed one by one (latency.lua), so latency covers admitted requests only.
 // `--wait-sweep=50,100,…`: the queue's drop threshold (shedWaitMs) against goodput and
-// admitted p99 on the async handler → overload-wait.md.
+// admitted p99 on the sync and async handlers → overload-wait.md.
 import { cpuSeconds, histMax, histPercentile, load, median, sleep, startServer, stopServer, undisturbed } from "./_lib.mjs";
 import { barChart, envBlock, fmt, table } from "./_report.mjs";
 
@@ -194,13 +194,13 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
 
 /**
  * `--wait-sweep=50,100,…`: serve-hygiene's defaults with the queue's drop threshold
- * (shedWaitMs) at each value, on the async handler, next to the unprotected server:
+ * (shedWaitMs) at each value, on the sync handler (the load gate's wait) and the async one (the admission queue), next to the unprotected server:
  * the trade-off between refusals (goodput) and how long an admitted request may have waited.
  */
 async function waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds }) {
   const seconds = quick ? 3 : 4;
   const cases = [];
-  const paths = [["/burn-async", "async"]];
+  const paths = [["/burn", "sync"], ["/burn-async", "async"]]; // sync: the load gate's wait for a later turn (Node, Bun); async: the admission queue
   for (const rt of runtimes) {
     for (const [path, kind] of paths) {
       const add = (id, label, args, connections, env) => cases.push({ rt, path, kind, id, label, file: rt, args, connections, env, runs: [] });
@@ -218,7 +218,7 @@ async function waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds 
   }
   const find = (rt, path, id) => cases.find((c) => c.rt === rt && c.path === path && c.id === id);
   for (const c of cases) {
-    for (const k of ["goodput", "share503", "p99Us", "maxUs", "rps", "cpuShare"]) c[k] = median(c.runs.map((m) => m[k]));
+    for (const k of ["goodput", "share503", "p99Us", "p99SteadyUs", "maxUs", "rps", "cpuShare"]) c[k] = median(c.runs.map((m) => m[k]));
     const none = find(c.rt, c.path, "none"), unloaded = find(c.rt, c.path, "unloaded");
     c.goodputShare = median(c.runs.map((m, i) => m.goodput / none.runs[i].goodput));
     c.p99VsUnloaded = median(c.runs.map((m, i) => m.p99Us / unloaded.runs[i].p99Us));
@@ -228,14 +228,15 @@ async function waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds 
     "",
     `serve-hygiene's defaults except \`shedWaitMs\` (the bound on a request's time in the queue; the default is 500 ms), wrk -t1 -c${CONNECTIONS} closed loop, ${seconds} s measured after a 1 s warm-up and a 1 s pause; ratios taken in each round, median of ${runs} round(s).`,
     `In a closed loop every refusal comes straight back: a shorter threshold refuses more (the standing queue ÷ the threshold per second), each refusal costs CPU, and what it buys is a shorter wait for the requests that are admitted late.`,
+    `The sync handler shows the load gate's wait for a later loop turn, which the same \`shedWaitMs\` bounds (Node and Bun; Deno refuses past the batch bound at once, so its sync rows do not move with the threshold); the async handler shows the admission queue. "p99 after 1 s": requests sent 1 s or more into the run (see overload.md).`,
     "",
     envBlock(env, `Library: ${env.current}.`),
     "",
   ];
   for (const rt of runtimes) {
     for (const [path, kind] of paths) {
-      md.push(`## ${rt} — ${kind} (\`${path}\`)`, "", table(["server", "2xx/s", "goodput share", "503 share", "2xx p99 ms", "p99 ÷ unloaded", "2xx max ms", "server CPU"],
-        cases.filter((c) => c.rt === rt && c.path === path).map((c) => [c.label, fmt.int(c.goodput), c.id === "unloaded" ? "—" : fmt.share(c.goodputShare), fmt.pct(c.share503), fmt.ms(c.p99Us), fmt.share(c.p99VsUnloaded), fmt.ms(c.maxUs), fmt.pct(c.cpuShare)])), "");
+      md.push(`## ${rt} — ${kind} (\`${path}\`)`, "", table(["server", "2xx/s", "goodput share", "503 share", "2xx p99 ms", "p99 after 1 s", "p99 ÷ unloaded", "2xx max ms", "server CPU"],
+        cases.filter((c) => c.rt === rt && c.path === path).map((c) => [c.label, fmt.int(c.goodput), c.id === "unloaded" ? "—" : fmt.share(c.goodputShare), fmt.pct(c.share503), fmt.ms(c.p99Us), fmt.ms(c.p99SteadyUs), fmt.share(c.p99VsUnloaded), fmt.ms(c.maxUs), fmt.pct(c.cpuShare)])), "");
     }
   }
   const summary = cases.filter((c) => c.id.startsWith("wait")).map((c) => `${c.rt} ${c.kind} ${c.id}: goodput ${fmt.share(c.goodputShare)}, 503 ${fmt.pct(c.share503)}, p99 ${fmt.ms(c.p99Us)} ms`).join("\n");
