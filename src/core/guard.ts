@@ -253,6 +253,9 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     get stragglers() {
       return stragglers;
     },
+    get waitingForTurn() {
+      return loadGate === undefined ? 0 : loadGate.waiting;
+    },
     concurrency,
     memory,
     load,

@@ -11,6 +11,7 @@ import { clientKey } from "../../src/core/limits/client_key.ts";
 import { createFakeHost, type FakeHost } from "../support/fake_host.ts";
 import { flushMicrotasks } from "../support/flush.ts";
 import { parsePromText, samplesOf, valueOf } from "../support/prom_text.ts";
+import { createTurnClock } from "../support/turn_clock.ts";
 
 const GET = (path = "/", headers?: HeadersInit) => new Request(`http://localhost${path}`, { headers });
 
@@ -41,6 +42,7 @@ describe("prometheus exporter: families", () => {
       stragglers: "gauge",
       concurrency_limit: "gauge",
       queue_waiting: "gauge",
+      turn_waiting: "gauge",
       limiter_keys: "gauge",
       limiter_keys_capacity: "gauge",
       resident_memory_bytes: "gauge",
@@ -68,7 +70,7 @@ describe("prometheus exporter: families", () => {
 
   test("prometheus exporter: before a guard is observed its gauges report no sample rather than a false 0", async () => {
     const text = parsePromText(await createPrometheusExporter().render());
-    for (const name of ["requests_in_flight", "stragglers", "concurrency_limit", "queue_waiting", "resident_memory_bytes", "memory_shedding", "event_loop_busy"]) {
+    for (const name of ["requests_in_flight", "stragglers", "concurrency_limit", "queue_waiting", "turn_waiting", "resident_memory_bytes", "memory_shedding", "event_loop_busy"]) {
       assert.deepEqual(samplesOf(text, `serve_hygiene_${name}`), [], name);
     }
   });
@@ -284,6 +286,24 @@ describe("prometheus exporter: live gauges", () => {
     assert.equal(valueOf(await fixed.scrape(), "serve_hygiene_concurrency_limit"), 64);
     guard.dispose();
     fixed.guard.dispose();
+  });
+
+  test("prometheus exporter: requests waiting at the load monitor for a later turn are read at scrape time", async () => {
+    const clock = createTurnClock();
+    const metrics = createPrometheusExporter();
+    const guard = createGuard({ clock, loadMonitor: { maxBatchMs: 20, minAdmitShare: 1, highWatermarkMs: 600_000 }, onError: () => {} });
+    metrics.observeGuard(guard);
+    const fetch = guard.wrap(() => ((clock.t += 30), new Response("ok")));
+    const scrape = async () => parsePromText(await metrics.render());
+    assert.equal(valueOf(await scrape(), "serve_hygiene_turn_waiting"), 0);
+    const all = [fetch(GET()), fetch(GET()), fetch(GET()), fetch(GET())]; // the first starts the probe, the second fills the batch
+    assert.equal(valueOf(await scrape(), "serve_hygiene_turn_waiting"), 2);
+    clock.runImmediates();
+    await flushMicrotasks();
+    clock.runImmediates();
+    await Promise.all(all);
+    assert.equal(valueOf(await scrape(), "serve_hygiene_turn_waiting"), 0);
+    guard.dispose();
   });
 
   test("prometheus exporter: the in-flight gauge reads the guard at scrape time", async () => {
