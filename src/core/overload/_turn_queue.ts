@@ -4,11 +4,13 @@
 // costs nothing. The clock's `setImmediate` starts the waiters in short slices, one slice a
 // turn, newest first, so what is started is fresh and the loop keeps turning between slices:
 // responses go out, requests come in (Node accepts one new connection per loop turn, so long
-// turns would leave new clients waiting in the kernel's accept queue). A waiter that has
+// turns would leave new clients waiting in the kernel's accept queue). The waiters are held by
+// the admission queue's own deque (_wait_queue.ts, always newest first here): one that has
 // waited `waitMs` is refused, oldest first; the length is bounded. While the load monitor
 // says not now (the loop stalled right now), nothing starts, and slices wait for its next
 // probe rather than spin.
 import type { Clock, TimerHandle } from "../clock.ts";
+import { _WaitQueue } from "./_wait_queue.ts";
 
 /** One request put off: `go(true)` starts it, `go(false)` refuses it. Called once. */
 export interface _TurnWaiter {
@@ -26,35 +28,42 @@ export interface _TurnWaiter {
  */
 export const TURN_SLICE_MS = 1;
 
-/** A bounded LIFO of waiters with a wait bound, started by a timer in slices. */
+/** A bounded LIFO of waiters with a wait bound, started in slices by the clock's setImmediate. */
 export class _TurnQueue {
-  #items: (_TurnWaiter | undefined)[] = [];
-  #head = 0; // the oldest live waiter: those before it were refused or started
+  readonly #q: _WaitQueue;
   #timer: TimerHandle | undefined = undefined;
   #closed = false;
   #held = false; // a slice found no pace: slices wait for wake()
   #onEmpty: (() => void)[] = [];
   readonly #clock: Clock;
   readonly #pace: () => boolean;
-  readonly waitMs: number;
   readonly maxWaiting: number;
 
   /** `pace()` is asked before each start: false ends the slice, and slices resume at `wake()`. */
   constructor(clock: Clock, waitMs: number, maxWaiting: number, pace: () => boolean) {
     this.#clock = clock;
     this.#pace = pace;
-    this.waitMs = waitMs;
     this.maxWaiting = maxWaiting;
+    // lifoAfterMs 0: a queue that is not empty is standing, so it serves newest first.
+    this.#q = new _WaitQueue(clock, waitMs, 0);
   }
 
   get length(): number {
-    return this.#items.length - this.#head;
+    return this.#q.length;
   }
 
   /** Adds a waiter; false (and not added) when the queue is full or closed. */
   push(w: _TurnWaiter): boolean {
-    if (this.#closed || this.length >= this.maxWaiting) return false;
-    this.#items.push(w);
+    if (this.#closed || this.#q.length >= this.maxWaiting) return false;
+    this.#q.push({
+      at: w.at,
+      live: true,
+      detach: undefined,
+      settle: (outcome) => {
+        w.go(typeof outcome === "number");
+        if (this.#q.length === 0) this.#emptied();
+      },
+    });
     if (!this.#held) this.#timer ??= this.#next();
     return true;
   }
@@ -62,7 +71,7 @@ export class _TurnQueue {
   /** Slices may run again (the load monitor's probe ran): schedules one if waiters remain. */
   wake(): void {
     this.#held = false;
-    if (this.length > 0 && !this.#closed) this.#timer ??= this.#next();
+    if (this.#q.length > 0 && !this.#closed) this.#timer ??= this.#next();
   }
 
   /**
@@ -73,21 +82,13 @@ export class _TurnQueue {
     this.#closed = true;
     this.#timer?.cancel();
     this.#timer = undefined;
-    const items = this.#items;
-    if (admit) while (items.length > this.#head) items.pop()!.go(true);
-    else {
-      while (this.#head < items.length) {
-        const w = items[this.#head]!;
-        items[this.#head++] = undefined;
-        w.go(false);
-      }
-    }
-    this.#compact();
+    const now = this.#clock.now();
+    for (let w = this.#q.take(now); w !== undefined; w = this.#q.take(now)) w.settle(admit ? now : "queue-timeout");
   }
 
   /** Settles the next time no request waits (at once if none does). */
   emptied(): Promise<void> {
-    return this.length === 0 ? Promise.resolve() : new Promise((resolve) => this.#onEmpty.push(resolve));
+    return this.#q.length === 0 ? Promise.resolve() : new Promise((resolve) => this.#onEmpty.push(resolve));
   }
 
   // One slice: refuse the waiters past the wait bound, then start the newest one after another
@@ -96,23 +97,18 @@ export class _TurnQueue {
   // before the next; all of it runs within this turn, nothing here waits for a timer or I/O.
   #slice = async (): Promise<void> => {
     const clock = this.#clock;
-    const items = this.#items;
     const start = clock.now();
-    while (this.#head < items.length && start - items[this.#head]!.at >= this.waitMs) {
-      const w = items[this.#head]!;
-      items[this.#head++] = undefined;
-      w.go(false);
-    }
-    while (this.#items.length > this.#head && clock.now() - start < TURN_SLICE_MS) {
+    this.#q.expire(start);
+    while (this.#q.length > 0 && clock.now() - start < TURN_SLICE_MS) {
       if (!this.#pace()) {
         this.#held = true;
         break;
       }
-      this.#items.pop()!.go(true);
+      const now = clock.now();
+      this.#q.take(now)!.settle(now);
       await undefined;
     }
-    this.#compact();
-    this.#timer = this.length > 0 && !this.#closed && !this.#held ? this.#next() : undefined;
+    this.#timer = this.#q.length > 0 && !this.#closed && !this.#held ? this.#next() : undefined;
   };
 
   // The next slice: in the next loop turn, after the I/O pending now.
@@ -120,18 +116,10 @@ export class _TurnQueue {
     return this.#clock.setImmediate!(this.#slice);
   }
 
-  #compact(): void {
-    if (this.#head === this.#items.length) {
-      this.#items.length = 0;
-      this.#head = 0;
-      if (this.#onEmpty.length > 0) {
-        const resolved = this.#onEmpty;
-        this.#onEmpty = [];
-        for (const resolve of resolved) resolve();
-      }
-    } else if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
-      this.#items = this.#items.slice(this.#head);
-      this.#head = 0;
-    }
+  #emptied(): void {
+    if (this.#onEmpty.length === 0) return;
+    const resolved = this.#onEmpty;
+    this.#onEmpty = [];
+    for (const resolve of resolved) resolve();
   }
 }
