@@ -5,7 +5,7 @@
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { runtime } from "../support/runtime.ts";
-import { openSock, records, type Running, type Sock, startServer, statsUntil, waitForRecord, within } from "../support/reliability.ts";
+import { openSock, records, type Running, type Sock, startServer, statsUntil, waitForRecord, waitUntil, within } from "../support/reliability.ts";
 
 const CONCURRENCY = 3;
 const TIMEOUT_MS = 1000;
@@ -32,6 +32,8 @@ describe(`reliability (${runtime}): handlers`, () => {
       assert.equal(res.body, "Internal Server Error");
       assert.doesNotMatch(res.body, /secret/);
       await statsUntil(s, (x) => idle(x) && x.perKeyInFlight === 0, "the permit released");
+      // The child's report may reach its stdout after the answer reached us: wait for it, then count.
+      await waitUntil(() => records(s.child, "handlerError").length > before, () => "onError's report");
       assert.equal(records(s.child, "handlerError").length, before + 1, "onError saw the failure once");
     });
   }
