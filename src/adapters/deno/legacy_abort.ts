@@ -15,9 +15,15 @@ export const LEGACY_ABORT_WARNING = {
 
 let _decided = false;
 
-/** Looks at one delivered answer until the first is seen; warns once if its signal was aborted by Deno. */
-export function _watchLegacyAbort(request: Request, completed: Promise<void> | undefined, log: Logger): void {
-  if (_decided || completed === undefined) return;
+/**
+ * Looks at one delivered answer until the first is seen; warns once if its signal was aborted
+ * by Deno. `info.completed` is read only until then: it is a getter, read on every request it
+ * would cost every request.
+ */
+export function _watchLegacyAbort(request: Request, info: { readonly completed?: Promise<void> }, log: Logger): void {
+  if (_decided) return;
+  const completed = info.completed;
+  if (completed === undefined) return;
   completed.then(() => {
     if (_decided) return;
     _decided = true;

@@ -70,7 +70,7 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): 
       hostname,
       onListen() {},
       handler(request, info) {
-        _watchLegacyAbort(request, info.completed, options.log);
+        _watchLegacyAbort(request, info, options.log);
         // A body is read through a watch, so a response the core marked can end the connection.
         const watch = request.body === null ? undefined : new _BodyWatch();
         const answered = fetch(watch?.watch(request) ?? request, new _PeerInfo(info, watch === undefined));
