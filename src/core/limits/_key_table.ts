@@ -75,7 +75,10 @@ export class _KeyTable<E> {
 
   /** Announces that `key` may have expired; `makeRoom` checks it before sweeping. */
   candidate(key: string): void {
-    this.#candidates.push(key);
+    const candidates = this.#candidates;
+    // A hot key back at 0 request after request is announced once, not once a request.
+    if (candidates.length > 0 && candidates[candidates.length - 1] === key) return;
+    candidates.push(key);
     // Repeated announcements (a hot key back at 0 again and again) pile up: keep each held key
     // once. At most `capacity` remain, so this runs after `capacity` more announcements at
     // the earliest: amortised O(1) each.

@@ -198,16 +198,7 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
     return deny(refusal("limiter-error", 503));
   };
 
-  const slot = (box: _Count, permit: Permit): Slot => {
-    let held = true;
-    const release = () => {
-      if (!held) return;
-      held = false;
-      permit.release();
-      giveBack(box);
-    };
-    return { ok: true, release, [Symbol.dispose]: release };
-  };
+  const slot = (box: _Count, permit: Permit): Slot => new _Slot(box, permit, giveBack);
   const settle = (box: _Count, result: Permit | Refusal): Slot | InFlightRefusal => {
     if (result.ok) return slot(box, result);
     giveBack(box);
@@ -268,4 +259,30 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
     acquire: (key, signal) => Promise.resolve(enter(key, signal)),
     enter,
   };
+}
+
+// A held slot: one object a request (its methods on the prototype, no closures); released once.
+class _Slot implements Slot {
+  readonly ok = true as const;
+  #box: _Count | undefined;
+  readonly #permit: Permit;
+  readonly #giveBack: (box: _Count) => void;
+
+  constructor(box: _Count, permit: Permit, giveBack: (box: _Count) => void) {
+    this.#box = box;
+    this.#permit = permit;
+    this.#giveBack = giveBack;
+  }
+
+  release(): void {
+    const box = this.#box;
+    if (box === undefined) return;
+    this.#box = undefined;
+    this.#permit.release();
+    this.#giveBack(box);
+  }
+
+  [Symbol.dispose](): void {
+    this.release();
+  }
 }
