@@ -48,20 +48,24 @@ class _HonoInfo {
 export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddleware {
   const guard = createGuard(options, host);
   // Built once: the request's Hono context and `next` travel in the info it is called with.
-  const guarded = _guardedFetch(guard, async (request, view, info) => {
+  // Neither function is async: each would cost a promise a request on top of Hono's own.
+  const guarded = _guardedFetch(guard, (request, view, info) => {
     const { c, next } = info as _HonoInfo;
-    // The guarded request carries the capped body stream; Hono reads c.req.raw.
-    c.req.raw = request;
+    // The guarded request carries the capped body stream (when one applies); Hono reads c.req.raw.
+    if (request !== c.req.raw) c.req.raw = request;
     c.set(CONTEXT_KEY as never, view.context as never);
-    await next();
-    return c.res;
+    return next().then(() => c.res);
   }, true);
-  const middleware = async function hygiene(c: Parameters<MiddlewareHandler>[0], next: Parameters<MiddlewareHandler>[1]) {
-    const answered = guarded(c.req.raw, new _HonoInfo(c, next));
-    const res = answered instanceof Promise ? await answered : answered;
-    // Only a refusal replaces the response: Hono's res setter rebuilds the response it is
-    // given, which would turn the app's own answer into a stream-bodied copy.
+  // Only a refusal replaces the response: Hono's res setter rebuilds the response it is
+  // given, which would turn the app's own answer into a stream-bodied copy.
+  const answer = (c: Parameters<MiddlewareHandler>[0], res: Response) => {
     if (res !== c.res) c.res = res;
+  };
+  const middleware = function hygiene(c: Parameters<MiddlewareHandler>[0], next: Parameters<MiddlewareHandler>[1]): Promise<void> | undefined {
+    const answered = guarded(c.req.raw, new _HonoInfo(c, next));
+    if (answered instanceof Promise) return answered.then((res) => answer(c, res));
+    answer(c, answered);
+    return undefined;
   } as HygieneMiddleware;
   Object.defineProperty(middleware, "guard", { value: guard });
   return middleware;
