@@ -10,7 +10,8 @@ export interface HygieneMiddleware extends MiddlewareHandler {
   readonly guard: Guard;
 }
 
-// What the guarded handler needs of the request's Hono chain; the peer is read only when asked.
+// What the guarded handler needs of the request's Hono chain; the peer (and whether the client
+// left) is read only when asked.
 class _HonoInfo {
   readonly c: Parameters<MiddlewareHandler>[0];
   readonly next: Parameters<MiddlewareHandler>[1];
@@ -20,6 +21,15 @@ class _HonoInfo {
   }
   get peer(): PeerAddress | undefined {
     return peerOf(this.c);
+  }
+  /**
+   * On @hono/node-server, whether the client left, from its socket: reading the request's
+   * `signal` there builds an AbortController a request. Elsewhere undefined (the signal says).
+   */
+  get clientGone(): boolean | undefined {
+    const env = this.c.env as { incoming?: { socket?: { destroyed?: unknown } } } | undefined;
+    const destroyed = env?.incoming?.socket?.destroyed;
+    return typeof destroyed === "boolean" ? destroyed : undefined;
   }
 }
 

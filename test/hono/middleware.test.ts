@@ -5,6 +5,7 @@ import { bodyLimit, hygiene, hygieneContext, inFlightCap, noTimeout, rateLimit, 
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { createManualClock } from "../../src/testing/manual_clock.ts";
 import { flushMicrotasks } from "../support/flush.ts";
+import { createTurnClock } from "../support/turn_clock.ts";
 import { serveHere } from "../support/adapter.ts";
 import { runtime } from "../support/runtime.ts";
 
@@ -163,6 +164,40 @@ describe(`hono middleware (${runtime})`, () => {
       assert.equal((await app.request("/", {}, env)).status, 200);
       assert.equal((await app.request("/", {}, env)).status, 429, JSON.stringify(env));
     }
+  });
+
+  test("hono: a request waiting for a later turn whose @hono/node-server socket closed is refused from the socket, without reading its signal", async () => {
+    // The load gate's batch bound (20 ms), driven by hand: each handler "burns" 30 ms.
+    const clock = createTurnClock();
+    const denials: string[] = [];
+    const app = new Hono();
+    app.use(hygiene({ clock, concurrencyLimit: 64, loadMonitor: { maxBatchMs: 20, minAdmitShare: 1, highWatermarkMs: 600_000 }, onDeny: (e) => void denials.push(e.reason) }));
+    const handled: string[] = [];
+    app.get("*", (c) => {
+      handled.push(c.req.path);
+      clock.t += 30;
+      return c.text("ok");
+    });
+    let signalRead = 0;
+    const request = (path: string) => {
+      const r = new Request(`http://localhost${path}`);
+      const signal = r.signal;
+      Object.defineProperty(r, "signal", { get: () => (signalRead++, signal) });
+      return r;
+    };
+    const socket = { destroyed: false };
+    const env = { incoming: { socket } };
+    const first = app.fetch(request("/1"), env); // starts the probe
+    const second = app.fetch(request("/2"), env); // the batch's first admission
+    const gone = app.fetch(request("/3"), { incoming: { socket: { destroyed: true } } }); // past the bound: waits
+    const kept = app.fetch(request("/4"), env);
+    await flushMicrotasks();
+    assert.deepEqual(handled, ["/1", "/2"]);
+    for (let i = 0; i < 4 && clock.runImmediates() > 0; i++) await flushMicrotasks();
+    assert.deepEqual((await Promise.all([first, second, gone, kept])).map((r) => r.status), [200, 200, 503, 200]);
+    assert.deepEqual(handled, ["/1", "/2", "/4"], "the request whose client left never reached its route");
+    assert.deepEqual(denials, ["aborted"]);
+    assert.equal(signalRead, 0, "the socket answered; no request's signal was read");
   });
 
   test("hono: inFlightCap refuses a client at its cap with 429 and frees the slot when the handler settles", async () => {
