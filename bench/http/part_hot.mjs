@@ -15,8 +15,10 @@ const CASES = {
   bun: [
     ["a", "raw", "(a) Bun.serve, raw"],
     ["a2", "cap", "(a2) Bun.serve + the 15-line in-flight cap"],
+    ["a3", "raw-peer", "(a3) Bun.serve reading each request's peer (requestIP)"],
     ["b", "guard", "(b) serve-hygiene/bun serve(), every gate on", true],
     ["c", "hono", "(c) Hono on Bun.serve"],
+    ["c2", "hono-noop", "(c2) Hono + one no-op middleware"],
     ["d2", "hono-adapter", "(d2) Hono served by serve(), every gate on", true],
     ["d", "hono-hygiene", "(d) Hono + hygiene() middleware, every gate on", true],
     ["e", "peers", "(e) Hono + hono-rate-limiter + body-limit + timeout"],
@@ -24,8 +26,10 @@ const CASES = {
   deno: [
     ["a", "raw", "(a) Deno.serve, raw"],
     ["a2", "cap", "(a2) Deno.serve + the 15-line in-flight cap"],
+    ["a3", "raw-peer", "(a3) Deno.serve reading each request's peer (remoteAddr)"],
     ["b", "guard", "(b) serve-hygiene/deno serve(), every gate on", true],
     ["c", "hono", "(c) Hono on Deno.serve"],
+    ["c2", "hono-noop", "(c2) Hono + one no-op middleware"],
     ["d2", "hono-adapter", "(d2) Hono served by serve(), every gate on", true],
     ["d", "hono-hygiene", "(d) Hono + hygiene() middleware, every gate on", true],
     ["e", "peers", "(e) Hono + hono-rate-limiter + body-limit + timeout"],
@@ -35,6 +39,7 @@ const CASES = {
     ["a2", "cap", "(a2) node:http + the 15-line in-flight cap"],
     ["b", "guard", "(b) serve-hygiene/node serve(), every gate on", true],
     ["c", "hono", "(c) Hono on @hono/node-server"],
+    ["c2", "hono-noop", "(c2) Hono + one no-op middleware (@hono/node-server)"],
     ["d2", "hono-adapter", "(d2) Hono served by serve(), every gate on", true],
     ["d", "hono-hygiene", "(d) Hono + hygiene() on @hono/node-server, every gate on", true],
     ["e", "peers", "(e) Hono + hono-rate-limiter + body-limit + timeout (@hono/node-server)"],
@@ -96,7 +101,7 @@ export async function hotPath({ runs, runtimes, quick, gen, env, baseline }) {
     );
   }
   if (baseline) md.push(...beforeAfter(rts, cases, by), "");
-  const color = { a: "#9aa5b1", a2: "#7b8794", b: "#1f5fa8", c: "#b8c2cc", d: "#2f7ed8", d2: "#5a9be6", e: "#e4572e", f: "#f7a35c" };
+  const color = { a: "#9aa5b1", a2: "#7b8794", a3: "#616e7c", c2: "#9fb3c8", b: "#1f5fa8", c: "#b8c2cc", d: "#2f7ed8", d2: "#5a9be6", e: "#e4572e", f: "#f7a35c" };
   const maxCpu = Math.max(2, Math.ceil(Math.max(...cases.map((c) => c.cpuX).filter(Number.isFinite)) * 2) / 2);
   const svg = barChart({
     title: "Hot path: cost per request relative to the raw server of each runtime",
@@ -130,6 +135,9 @@ function targets(rts, by, baseline) {
     const refName = TARGET_REF[rt] === "c" ? "bare Hono on @hono/node-server" : "the raw server";
     const b = pair(rt, "b", refKey);
     lines.push(`- ${rt}: serve(), every gate on: CPU/req ${b.text} ${refName} (target ≤ 1.10) — ${verdict(b.after <= 1.1)}.`);
+    // The floor a per-IP key sets: the raw server that also reads every request's peer.
+    const a3 = by(rt, "a3");
+    if (a3) lines.push(`  - the same ÷ (a3), the raw server reading each request's peer as a keyed gate must: ${fmt.share(ratioInRounds(by(rt, "b"), a3))}× ((a3) itself ${fmt.share(a3.cpuX)}× raw).`);
     const d2 = pair(rt, "d2", "cpuXHono");
     lines.push(`- ${rt}: Hono served by serve(): CPU/req ${d2.text} bare Hono (no separate target; shown as in the issue's table).`);
     if (rt === "node") {
@@ -139,6 +147,9 @@ function targets(rts, by, baseline) {
     }
     const d = pair(rt, "d", "cpuXHono");
     lines.push(`- ${rt}: hygiene() middleware: CPU/req ${d.text} bare Hono (target ≤ 1.20) — ${verdict(d.after <= 1.2)}.`);
+    // What Hono charges for any middleware at all, and what hygiene() adds on top of that.
+    const c2 = by(rt, "c2");
+    if (c2) lines.push(`  - Hono's own cost of one middleware, (c2) a no-op one: ${fmt.share(c2.cpuXHono)}× bare Hono; hygiene() ÷ (c2): ${fmt.share(ratioInRounds(by(rt, "d"), c2))}×.`);
     const libs = ["b", "d2", "d"].map((id) => by(rt, id)).filter(Boolean);
     const refused = libs.reduce((n, c) => n + c.non2xx + c.errors, 0);
     const before = baseline ? ["b", "d2", "d"].map((id) => by(rt, `${id}-before`)).filter(Boolean).reduce((n, c) => n + c.non2xx + c.errors, 0) : undefined;

@@ -163,6 +163,16 @@ export function helloApp(before: MiddlewareHandler[] = []): Hono {
   return app;
 }
 
+/**
+ * (c2) the same app behind one middleware that does nothing but `await next()`: what Hono
+ * itself charges for any middleware (its compose path instead of the single-handler one).
+ */
+export function noopMiddlewareApp(): Hono {
+  return helloApp([async (_c, next) => {
+    await next();
+  }]);
+}
+
 /** (d) the same app behind serve-hygiene's app-level middleware, every gate on. */
 export function hygieneApp(host: Host): Hono {
   return helloApp([hygiene(allGates(), host)]);

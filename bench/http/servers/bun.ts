@@ -2,7 +2,7 @@
 import { getConnInfo } from "hono/bun";
 import { createBunHost, serve } from "../../../src/adapters/bun/mod.ts";
 import {
-  allGates, announce, args, helloApp, OVERLOAD_CAP, helloHandler, holdHandler, HOT_CAP, hygieneApp, inFlightCap, peerApp, refuseFetch, refusalGates, serveDrain, serveLib, workHandler,
+  allGates, announce, args, helloApp, OVERLOAD_CAP, helloHandler, holdHandler, HOT_CAP, hygieneApp, inFlightCap, noopMiddlewareApp, peerApp, refuseFetch, refusalGates, serveDrain, serveLib, workHandler,
 } from "./_shared.ts";
 
 const { variant, limit, out } = args(process.argv.slice(2));
@@ -47,6 +47,15 @@ switch (variant) {
   }
   case "hono":
     raw(helloApp().fetch);
+    break;
+  case "hono-noop": // (c2) Hono + one no-op middleware
+    raw(noopMiddlewareApp().fetch);
+    break;
+  case "raw-peer": // (a3) (a) reading each request's peer, as a keyed gate must (server.requestIP: a system call)
+    raw((request, server) => {
+      if (server.requestIP(request) === null) throw new Error("no peer address");
+      return helloHandler();
+    });
     break;
   case "hono-hygiene":
     raw(hygieneApp(createBunHost({ log: () => {} })).fetch);

@@ -2,7 +2,7 @@
 import { getConnInfo } from "hono/deno";
 import { createDenoHost, serve } from "../../../src/adapters/deno/mod.ts";
 import {
-  allGates, announce, args, helloApp, OVERLOAD_CAP, helloHandler, holdHandler, HOT_CAP, hygieneApp, inFlightCap, peerApp, refuseFetch, refusalGates, serveDrain, serveLib, workHandler,
+  allGates, announce, args, helloApp, OVERLOAD_CAP, helloHandler, holdHandler, HOT_CAP, hygieneApp, inFlightCap, noopMiddlewareApp, peerApp, refuseFetch, refusalGates, serveDrain, serveLib, workHandler,
 } from "./_shared.ts";
 
 const { variant, limit, out } = args(Deno.args);
@@ -46,6 +46,15 @@ switch (variant) {
   }
   case "hono": // (c)
     raw(helloApp().fetch);
+    break;
+  case "hono-noop": // (c2) Hono + one no-op middleware
+    raw(noopMiddlewareApp().fetch);
+    break;
+  case "raw-peer": // (a3) (a) reading each request's peer, as a keyed gate must (info.remoteAddr: an op call)
+    raw((_request, info) => {
+      if ((info.remoteAddr as Deno.NetAddr).hostname === "") throw new Error("no peer address");
+      return helloHandler();
+    });
     break;
   case "hono-hygiene": // (d)
     raw(hygieneApp(createDenoHost({ log: () => {} })).fetch);

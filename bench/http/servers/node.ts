@@ -5,7 +5,7 @@ import { serve as honoNodeServe } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import { createNodeHost, serve } from "../../../src/adapters/node/mod.ts";
 import {
-  allGates, announce, args, BODY, burn, counter, helloApp, IO_BURN_MS, IO_WAIT_MS, OVERLOAD_CAP, helloHandler, holdHandler, HOLD_PATH, HOT_CAP, hygieneApp, inFlightCap, peerApp, REFUSAL_BODY,
+  allGates, announce, args, BODY, burn, counter, helloApp, IO_BURN_MS, IO_WAIT_MS, OVERLOAD_CAP, helloHandler, holdHandler, HOLD_PATH, HOT_CAP, hygieneApp, inFlightCap, noopMiddlewareApp, peerApp, REFUSAL_BODY,
   REFUSAL_HEADERS, refusalGates, serveDrain, serveLib, sleep, turn,
 } from "./_shared.ts";
 
@@ -84,6 +84,9 @@ switch (variant) {
   }
   case "hono": // (c) Hono on the raw server: @hono/node-server
     onHonoNodeServer(helloApp().fetch);
+    break;
+  case "hono-noop": // (c2) Hono + one no-op middleware, on @hono/node-server
+    onHonoNodeServer(noopMiddlewareApp().fetch);
     break;
   case "hono-hygiene": // (d) the app behind hygiene(), on @hono/node-server
     onHonoNodeServer(hygieneApp(createNodeHost({ log: () => {} })).fetch);
