@@ -4,7 +4,7 @@
 // -c64 sends GET /, and every request is refused. Server CPU µs per refusal = the server's
 // CPU over the measured run ÷ requests answered, the same method as part 1.
 //   (r1) the 15-line in-flight cap (servers/_shared.ts inFlightCap) around the raw server;
-//   (r2) serve-hygiene's serve() with every gate of part 1 on and concurrencyLimit 1: each
+//   (r2) serve-hygiene's serve() with every gate of part 1 on, concurrencyLimit 1 and no queue: each
 //        refusal passes the cheaper gates before the concurrency limit, as a real one does.
 // The issue's target: (r2) ≤ (r1) on each runtime.
 import { request } from "node:http";
@@ -19,9 +19,12 @@ const RAW = { node: "node:http", deno: "Deno.serve", bun: "Bun.serve" };
 export function refusalCases(runtimes, baseline) {
   return runtimes.filter((rt) => RAW[rt]).flatMap((rt) => {
     const cap = { rt, id: "r1", label: `(r1) ${RAW[rt]} + the 15-line in-flight cap at 1, held`, file: rt, variant: "cap-hold", prepare: hold };
-    const lib = { rt, id: "r2", label: `(r2) serve-hygiene/${rt} serve(), every gate on, concurrencyLimit 1, held`, file: rt, variant: "guard-hold", lib: true, prepare: hold };
-    if (!baseline) return [cap, lib];
-    return [cap, { ...lib, label: `${lib.label} — after` }, { ...lib, id: "r2-before", label: `${lib.label} — before`, tree: baseline, before: true }];
+    const lib = { rt, id: "r2", label: `(r2) serve-hygiene/${rt} serve(), every gate on, concurrencyLimit 1 and no queue (shedWaitMs 0), held`, file: rt, variant: "guard-hold", lib: true, prepare: hold };
+    // Bun: the cap that also reads each request's peer (requestIP, a system call), as the
+    // per-IP gates before the concurrency limit must: the floor of (r2) there.
+    const peer = rt === "bun" ? [{ rt, id: "r3", label: `(r3) (r1) reading each request's peer first (requestIP)`, file: rt, variant: "cap-hold-peer", prepare: hold }] : [];
+    if (!baseline) return [cap, ...peer, lib];
+    return [cap, ...peer, { ...lib, label: `${lib.label} — after` }, { ...lib, id: "r2-before", label: `${lib.label} — before`, tree: baseline, before: true }];
   });
 }
 
@@ -35,7 +38,8 @@ export async function refusal({ runs, runtimes, quick, gen, env, baseline }) {
   const lines = rts.map((rt) => {
     const r2 = by(rt, "r2"), before = by(rt, "r2-before");
     return `- ${rt}: serve-hygiene ${fmt.us(r2?.cpuUsPerReq)} µs per refusal against the 15-line cap's ${fmt.us(by(rt, "r1")?.cpuUsPerReq)}: ${fmt.share(r2?.cpuXCap)}× (target ≤ 1.00)` +
-      `${before ? ` (before: ${fmt.us(before.cpuUsPerReq)} µs, ${fmt.share(before.cpuXCap)}×)` : ""} — ${r2?.cpuXCap <= 1 ? "met" : "**missed**"}.`;
+      `${before ? ` (before: ${fmt.us(before.cpuUsPerReq)} µs, ${fmt.share(before.cpuXCap)}×)` : ""} — ${r2?.cpuXCap <= 1 ? "met" : "**missed**"}.` +
+      (by(rt, "r3") ? `\n  - ÷ (r3), the cap reading each request's peer as a per-IP gate must: ${fmt.share(ratioInRounds(r2, by(rt, "r3")))}× ((r3) itself ${fmt.share(by(rt, "r3").cpuXCap)}× (r1)).` : "");
   });
   const md = [
     `# Part 6 — the cost of one 503 refusal`,
@@ -44,7 +48,7 @@ export async function refusal({ runs, runtimes, quick, gen, env, baseline }) {
     `wrk -t1 -c${CONNECTIONS} then sends GET /, ${warmS} s warm-up and ${seconds} s measured, and every request is refused. "CPU µs/refusal" is the server's utime+stime (/proc) over the measured run ÷ the requests answered — the same method as part 1.`,
     `Median of ${runs} round(s), each run on a freshly started server; the ratio to (r1) is taken inside each round, then its median. "refused" is the share of non-2xx answers (should be 100%: anything less means the hold was lost).`,
     `(r1) is the 15-line in-flight cap (\`inFlightCap\` in bench/http/servers/_shared.ts) around the raw server, answering a prebuilt 503 with the same headers and body as serve-hygiene's.`,
-    `(r2) is serve-hygiene's \`serve()\` with part 1's every-gate-on options and \`concurrencyLimit: 1\`: the refusal is the concurrency limit's, after the draining, memory, load, framing, rate-limit and per-key gates have each passed the request.`,
+    `(r2) is serve-hygiene's \`serve()\` with part 1's every-gate-on options, \`concurrencyLimit: 1\` and \`shedWaitMs: 0\` (no admission queue: the request past the limit is refused at once, as the cap's is): the refusal is the concurrency limit's, after the draining, memory, load, framing, rate-limit and per-key gates have each passed the request.`,
     baseline ? `"after" is this checkout (${env.current}); "before" is ${baseline.ref} (${baseline.commit.slice(0, 10)}), the library exported from git and served by the same server files, run in the same rounds.` : "",
     "",
     envBlock(env),

@@ -134,7 +134,10 @@ export function allGates(): ServeOptions {
  * in-flight cap compares with; each refusal passes every cheaper gate before it, as a real one does.
  */
 export function refusalGates(): ServeOptions {
-  return { ...allGates(), concurrencyLimit: 1 };
+  // No admission queue (`shedWaitMs: 0`): the request past the limit is refused at once, as
+  // the cap's is. With the default queue it would wait 500 ms for the held permit and the run
+  // would measure a mostly idle server (~100 refusals a second), not the refusal's cost.
+  return { ...allGates(), concurrencyLimit: 1, shedWaitMs: 0 };
 }
 
 /**

@@ -30,6 +30,14 @@ switch (variant) {
   case "cap-hold": // part 6: the 15-line cap at 1, its slot held by /hold: every other request refused
     raw(inFlightCap(1, holdHandler, refuseFetch));
     break;
+  case "cap-hold-peer": { // part 6, (r3): as cap-hold, but each request's peer is read first, as a per-IP gate must
+    const capped = inFlightCap(1, holdHandler, refuseFetch);
+    raw((request, server) => {
+      if (server.requestIP(request) === null) throw new Error("no peer address");
+      return capped(request, server);
+    });
+    break;
+  }
   case "guard-hold": { // part 6: the adapter, every gate on, concurrency limit 1 held by /hold
     const handle = await serve(holdHandler, { ...refusalGates(), port: 0, hostname: HOST });
     announce(handle.address.port);
