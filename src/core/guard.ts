@@ -106,7 +106,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const exemptGates = gates.filter((g) => !g.processWide);
 
   const admissionHost: _AdmissionHost = {
-    schedule: (ms, fn, now) => deadlines.schedule(ms, fn, now),
+    schedule: (ms, fn, now, a) => deadlines.schedule(ms, fn, now, a),
     now: () => clock.now(),
     validateTimeout: (ms) => _durationMs("set the request timeout", "timeoutMs", ms, { infinity: true }),
     onDeadline(a) {

@@ -4,8 +4,11 @@ import { _durationMs, _given, _options, _show } from "../_validate.ts";
 
 /** Schedules per-request deadlines. */
 export interface Deadlines {
-  /** Runs `fn` about `delayMs` from now (never earlier); cancel when the request ends first. */
-  schedule(delayMs: number, fn: () => void, now?: number): TimerHandle;
+  /**
+   * Runs `fn(arg)` about `delayMs` from now (never earlier); cancel when the request ends
+   * first. `arg` spares the caller a closure a deadline.
+   */
+  schedule<T>(delayMs: number, fn: (arg: T) => void, now?: number, arg?: T): TimerHandle;
   /** Deadlines scheduled and neither fired nor cancelled. */
   readonly pending: number;
 }
@@ -22,17 +25,25 @@ export interface DeadlineWheelOptions {
   clock?: Clock;
 }
 
+// Where an entry waits: the list of entries scheduled since the last tick, or its slot.
+const _FRESH = "fresh";
+
 // The entry is its own cancel handle: one allocation per deadline.
 class _Entry implements TimerHandle {
   constructor(
-    readonly fn: () => void,
-    public slot: Set<_Entry> | undefined,
+    readonly fn: (arg: unknown) => void,
+    readonly arg: unknown,
+    /** The slot it fires in (the tick index). */
+    readonly index: number,
+    public slot: Set<_Entry> | typeof _FRESH | undefined,
     readonly onCancel: () => void,
   ) {}
 
   cancel(): void {
-    if (this.slot === undefined) return;
-    this.slot.delete(this);
+    const slot = this.slot;
+    if (slot === undefined) return;
+    // A fresh entry is only marked: the next tick drops it (no set to delete it from).
+    if (slot !== _FRESH) slot.delete(this);
     this.slot = undefined;
     this.onCancel();
   }
@@ -61,6 +72,11 @@ export function createDeadlineWheel(options?: DeadlineWheelOptions): Deadlines {
   const resolution = _durationMs("create deadline wheel", "resolutionMs", _given(o.resolutionMs, 10));
   const clock = o.clock ?? systemClock;
   const slots = new Map<number, Set<_Entry>>();
+  // Deadlines scheduled since the last tick. Most requests end well within one tick, so a
+  // deadline first goes on this list (an array push) and is cancelled by a mark; a tick moves
+  // the ones still pending into their slots. A slot's set is paid only by a request that
+  // outlives a tick.
+  let fresh: _Entry[] = [];
   let pending = 0;
   let ticker: TimerHandle | undefined;
   let swept = -1; // the last slot index already fired
@@ -68,28 +84,44 @@ export function createDeadlineWheel(options?: DeadlineWheelOptions): Deadlines {
   // last cancel would start and stop an interval for every request of a quiet server.
   const onCancel = () => void pending--;
 
+  const fire = (entry: _Entry) => {
+    entry.slot = undefined;
+    pending--;
+    entry.fn(entry.arg);
+  };
+
   const tick = () => {
     const current = Math.floor(clock.now() / resolution);
+    const arrived = fresh;
+    fresh = [];
+    for (const entry of arrived) {
+      if (entry.slot !== _FRESH) continue; // cancelled since
+      if (entry.index <= current) {
+        fire(entry);
+        continue;
+      }
+      let slot = slots.get(entry.index);
+      if (slot === undefined) slots.set(entry.index, (slot = new Set()));
+      entry.slot = slot;
+      slot.add(entry);
+    }
     for (let i = swept + 1; i <= current; i++) {
       const slot = slots.get(i);
       if (slot === undefined) continue;
       slots.delete(i);
-      for (const entry of slot) {
-        entry.slot = undefined;
-        pending--;
-        entry.fn();
-      }
+      for (const entry of slot) fire(entry);
     }
     swept = current;
     if (pending === 0 && ticker !== undefined) {
       ticker.cancel();
       ticker = undefined;
       slots.clear();
+      fresh = [];
     }
   };
 
   return {
-    schedule(delayMs, fn, now = clock.now()) {
+    schedule(delayMs, fn, now = clock.now(), arg) {
       if (ticker === undefined) {
         swept = Math.floor(now / resolution);
         ticker = clock.setInterval(tick, resolution, { unref: true });
@@ -97,10 +129,8 @@ export function createDeadlineWheel(options?: DeadlineWheelOptions): Deadlines {
       // Round up: a deadline may fire late by under one tick, never early (and never into
       // a slot already swept).
       const index = Math.max(Math.ceil((now + delayMs) / resolution), swept + 1);
-      let slot = slots.get(index);
-      if (slot === undefined) slots.set(index, (slot = new Set()));
-      const entry = new _Entry(fn, slot, onCancel);
-      slot.add(entry);
+      const entry = new _Entry(fn as (arg: unknown) => void, arg, index, _FRESH, onCancel);
+      fresh.push(entry);
       pending++;
       return entry;
     },
@@ -126,13 +156,13 @@ export function createDeadlineWheel(options?: DeadlineWheelOptions): Deadlines {
 export function createTimerDeadlines(clock: Clock = systemClock): Deadlines {
   let pending = 0;
   return {
-    schedule(delayMs, fn) {
+    schedule(delayMs, fn, _now, arg) {
       pending++;
       let live = true;
       const timer = clock.setTimeout(() => {
         live = false;
         pending--;
-        fn();
+        fn(arg!);
       }, delayMs);
       return {
         cancel() {

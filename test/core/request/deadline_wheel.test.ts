@@ -42,6 +42,28 @@ describe("deadline wheel", () => {
     assert.equal(wheel.pending, 0);
   });
 
+  test("deadline wheel: a deadline cancelled before or after the tick that files it never fires; the others fire once, in time", () => {
+    const clock = createManualClock();
+    const wheel = createDeadlineWheel({ clock, resolutionMs: 10 });
+    const fired: string[] = [];
+    const early = wheel.schedule(50, () => fired.push("early"));
+    const late = wheel.schedule(50, () => fired.push("late"));
+    wheel.schedule(50, () => fired.push("kept"));
+    wheel.schedule(5, () => fired.push("short"));
+    early.cancel(); // before any tick: still on the list of new deadlines
+    clock.advance(10); // the tick files the rest into their slots and fires the short one
+    assert.deepEqual(fired, ["short"]);
+    late.cancel(); // after it was filed
+    assert.equal(wheel.pending, 1);
+    clock.advance(30);
+    assert.deepEqual(fired, ["short"], "not before its time");
+    clock.advance(20);
+    assert.deepEqual(fired, ["short", "kept"]);
+    assert.equal(wheel.pending, 0);
+    clock.advance(100);
+    assert.deepEqual(fired, ["short", "kept"]);
+  });
+
   test("deadline wheel: a zero delay still fires on the next tick", () => {
     const clock = createManualClock(20);
     const wheel = createDeadlineWheel({ clock, resolutionMs: 10 });
