@@ -22,7 +22,10 @@ export function refusalCases(runtimes, baseline) {
     const lib = { rt, id: "r2", label: `(r2) serve-hygiene/${rt} serve(), every gate on, concurrencyLimit 1 and no queue (shedWaitMs 0), held`, file: rt, variant: "guard-hold", lib: true, prepare: hold };
     // Bun: the cap that also reads each request's peer (requestIP, a system call), as the
     // per-IP gates before the concurrency limit must: the floor of (r2) there.
-    const peer = rt === "bun" ? [{ rt, id: "r3", label: `(r3) (r1) reading each request's peer first (requestIP)`, file: rt, variant: "cap-hold-peer", prepare: hold }] : [];
+    // Node: the cap around a fetch handler on @hono/node-server, the Request/Response
+    // translation serve() rests on: the floor of (r2) there.
+    const peer = rt === "bun" ? [{ rt, id: "r3", label: `(r3) (r1) reading each request's peer first (requestIP)`, file: rt, variant: "cap-hold-peer", prepare: hold }]
+      : rt === "node" ? [{ rt, id: "r3", label: `(r3) the same cap around a fetch handler on @hono/node-server (serve()'s translation)`, file: rt, variant: "cap-hold-fetch", prepare: hold }] : [];
     if (!baseline) return [cap, ...peer, lib];
     return [cap, ...peer, { ...lib, label: `${lib.label} — after` }, { ...lib, id: "r2-before", label: `${lib.label} — before`, tree: baseline, before: true }];
   });
@@ -39,7 +42,7 @@ export async function refusal({ runs, runtimes, quick, gen, env, baseline }) {
     const r2 = by(rt, "r2"), before = by(rt, "r2-before");
     return `- ${rt}: serve-hygiene ${fmt.us(r2?.cpuUsPerReq)} µs per refusal against the 15-line cap's ${fmt.us(by(rt, "r1")?.cpuUsPerReq)}: ${fmt.share(r2?.cpuXCap)}× (target ≤ 1.00)` +
       `${before ? ` (before: ${fmt.us(before.cpuUsPerReq)} µs, ${fmt.share(before.cpuXCap)}×)` : ""} — ${r2?.cpuXCap <= 1 ? "met" : "**missed**"}.` +
-      (by(rt, "r3") ? `\n  - ÷ (r3), the cap reading each request's peer as a per-IP gate must: ${fmt.share(ratioInRounds(r2, by(rt, "r3")))}× ((r3) itself ${fmt.share(by(rt, "r3").cpuXCap)}× (r1)).` : "");
+      (by(rt, "r3") ? `\n  - ÷ (r3), ${rt === "node" ? "the cap behind the same translation" : "the cap reading each request's peer as a per-IP gate must"}: ${fmt.share(ratioInRounds(r2, by(rt, "r3")))}× ((r3) itself ${fmt.share(by(rt, "r3").cpuXCap)}× (r1)).` : "");
   });
   const md = [
     `# Part 6 — the cost of one 503 refusal`,

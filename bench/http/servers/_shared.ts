@@ -144,15 +144,21 @@ export function refusalGates(): ServeOptions {
  * Refusals by layer, printed to stderr once a second while there are new ones: "none
  * tripping" is checked, not assumed (the runner reports any non-2xx).
  */
-const denials: Record<string, number> = {};
+// Counted by layer, then reason (no string built per refusal: under part 6's storm this
+// runs 20–80 thousand times a second, and the reference cap counts nothing); the flat
+// "layer/reason" record is built only when printed.
+const counts = new Map<string, Map<string, number>>();
 let dirty = false;
 function countDenial(event: { layer: string; reason: string }): void {
-  const key = `${event.layer}/${event.reason}`;
-  denials[key] = (denials[key] ?? 0) + 1;
+  let byReason = counts.get(event.layer);
+  if (byReason === undefined) counts.set(event.layer, (byReason = new Map()));
+  byReason.set(event.reason, (byReason.get(event.reason) ?? 0) + 1);
   if (!dirty) {
     dirty = true;
     setTimeout(() => {
       dirty = false;
+      const denials: Record<string, number> = {};
+      for (const [layer, byReason] of counts) for (const [reason, n] of byReason) denials[`${layer}/${reason}`] = n;
       console.error(JSON.stringify({ denials }));
     }, 1000);
   }

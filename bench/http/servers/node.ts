@@ -6,7 +6,7 @@ import { getConnInfo } from "@hono/node-server/conninfo";
 import { createNodeHost, serve } from "../../../src/adapters/node/mod.ts";
 import {
   allGates, announce, args, BODY, burn, counter, helloApp, IO_BURN_MS, IO_WAIT_MS, OVERLOAD_CAP, helloHandler, holdHandler, HOLD_PATH, HOT_CAP, hygieneApp, inFlightCap, noopMiddlewareApp, peerApp, REFUSAL_BODY,
-  REFUSAL_HEADERS, refusalGates, serveDrain, serveLib, sleep, turn,
+  REFUSAL_HEADERS, refuseFetch, refusalGates, serveDrain, serveLib, sleep, turn,
 } from "./_shared.ts";
 
 const { variant, limit, out } = args(process.argv.slice(2));
@@ -65,6 +65,9 @@ switch (variant) {
     break;
   case "cap-hold": // part 6: the 15-line cap at 1, its slot held by /hold: every other request refused
     rawServer(inFlightCap(1, hold, refuse));
+    break;
+  case "cap-hold-fetch": // part 6, (r3): the same cap around a fetch handler on @hono/node-server, the translation serve() uses
+    onHonoNodeServer(inFlightCap(1, holdHandler, refuseFetch));
     break;
   case "guard-hold": { // part 6: the adapter, every gate on, concurrency limit 1 held by /hold
     const handle = await serve(holdHandler, { ...refusalGates(), port: 0, hostname: HOST });
