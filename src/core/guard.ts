@@ -105,21 +105,23 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   // Exempt requests (probes, metrics) skip the process-wide gates, never the per-client ones.
   const exemptGates = gates.filter((g) => !g.processWide);
 
+  // A request's deadline passed: 408, unless its handler settled first.
+  const onDeadline = (a: _Admission) => {
+    if (a.settled) return;
+    a.abandon(TIMEOUT());
+    // A 408 ends its connection (RFC 9110 §15.5.9); with a body that may still be arriving,
+    // even where the runtime would read it to its end (Deno).
+    const res = refuse("timeout", DEADLINE);
+    if (a.answer(a.failBody === undefined ? res : dropConnectionAfter(res))) {
+      a.straggling = true;
+      stragglers++;
+    }
+  };
   const admissionHost: _AdmissionHost = {
-    schedule: (ms, fn, now, a) => deadlines.schedule(ms, fn, now, a),
+    // The admission itself is the wheel's argument: no closure a deadline.
+    scheduleDeadline: (ms, now, a) => deadlines.schedule(ms, onDeadline, now, a),
     now: () => clock.now(),
     validateTimeout: (ms) => _durationMs("set the request timeout", "timeoutMs", ms, { infinity: true }),
-    onDeadline(a) {
-      if (a.settled) return;
-      a.abandon(TIMEOUT());
-      // A 408 ends its connection (RFC 9110 §15.5.9); with a body that may still be arriving,
-      // even where the runtime would read it to its end (Deno).
-      const res = refuse("timeout", DEADLINE);
-      if (a.answer(a.failBody === undefined ? res : dropConnectionAfter(res))) {
-        a.straggling = true;
-        stragglers++;
-      }
-    },
     newCleanups: () => createCleanupRegistry(log),
     watchShutdown: (a) => longLived.watch(a),
     // Route-level refusals (Hono's rateLimit, inFlightCap) reach the same sinks as the gates'.

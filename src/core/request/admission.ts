@@ -12,10 +12,10 @@ import { _positiveIntOrInfinity } from "../_validate.ts";
 
 /** What the guard lends every admission (one object, shared). */
 export interface _AdmissionHost {
-  schedule(delayMs: number, fn: (a: _Admission) => void, now: number, a: _Admission): TimerHandle;
+  /** Schedules `a`'s deadline `delayMs` from `now` (the guard answers 408 when it passes). */
+  scheduleDeadline(delayMs: number, now: number, a: _Admission): TimerHandle;
   now(): number;
   validateTimeout(ms: number): number;
-  onDeadline(a: _Admission): void;
   newCleanups(): CleanupRegistry;
   /** The request asked for its shutdown signal: fire it now if stopping, else at the stop. */
   watchShutdown(a: _Admission): void;
@@ -192,7 +192,7 @@ export class _Admission {
     this.#deadline = undefined;
     if (this.timeoutMs === Infinity) return;
     const left = this.startedAt + this.timeoutMs - now;
-    this.#deadline = this.#host.schedule(Math.max(0, left), _deadlinePassed, now, this);
+    this.#deadline = this.#host.scheduleDeadline(Math.max(0, left), now, this);
   }
 
   /** Arms the deadline unless the handler already re-armed it (it set its own timeout). */
@@ -220,11 +220,6 @@ export class _Admission {
     this.#cleanups?.abandon(reason);
   }
 
-  /** The deadline passed (the wheel calls this through `_deadlinePassed`: no closure a request). */
-  deadlinePassed(): void {
-    this.#host.onDeadline(this);
-  }
-
   /** Answers the client, once; returns whether this call did. */
   answer(res: Response): boolean {
     if (this.#answered || this.resolve === undefined) return false;
@@ -241,8 +236,6 @@ export class _Admission {
     this.release(completed && this.abandonedBy === undefined);
   }
 }
-
-const _deadlinePassed = (a: _Admission) => a.deadlinePassed();
 
 const _give = (held: Disposable & { complete?: () => void }, completed: boolean) => {
   if (completed && held.complete !== undefined) held.complete();
