@@ -201,7 +201,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     if (a.timed) a.armOnce(a.startedAt);
     return new Promise<Response>((resolve) => {
       a.resolve = resolve;
-      (result instanceof Promise ? result : Promise.resolve(result)).then(
+      Promise.resolve(result).then(
         (res) => {
           const out = outcome(a, res);
           // Already answered (408, or a forced drain's 503): nobody will read this body.
