@@ -38,6 +38,17 @@ export function peerOf(c: Context): PeerAddress | undefined {
   return undefined;
 }
 
+/**
+ * Whether the client left, where the env says so without the request's signal:
+ * @hono/node-server's socket (reading `request.signal` there builds an AbortController a
+ * request). Undefined under other servers: the request's signal says. Internal.
+ */
+export function _clientGoneOf(c: Context): boolean | undefined {
+  const env = c.env as { incoming?: { socket?: { destroyed?: unknown } } } | undefined;
+  const destroyed = env?.incoming?.socket?.destroyed;
+  return typeof destroyed === "boolean" ? destroyed : undefined;
+}
+
 /** The context, or a clear error saying how to get one. */
 export function _requireContext(c: Context, middleware: string): RequestContext {
   const ctx = hygieneContext(c);

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { _guardedFetch, createGuard, type Guard, type GuardOptions, type Host, type PeerAddress } from "../core/mod.ts";
-import { CONTEXT_KEY, peerOf } from "./context.ts";
+import { _clientGoneOf, CONTEXT_KEY, peerOf } from "./context.ts";
 
 /** Options of {@linkcode hygiene}: the guard's options. */
 export type HygieneOptions = GuardOptions;
@@ -22,14 +22,8 @@ class _HonoInfo {
   get peer(): PeerAddress | undefined {
     return peerOf(this.c);
   }
-  /**
-   * On @hono/node-server, whether the client left, from its socket: reading the request's
-   * `signal` there builds an AbortController a request. Elsewhere undefined (the signal says).
-   */
   get clientGone(): boolean | undefined {
-    const env = this.c.env as { incoming?: { socket?: { destroyed?: unknown } } } | undefined;
-    const destroyed = env?.incoming?.socket?.destroyed;
-    return typeof destroyed === "boolean" ? destroyed : undefined;
+    return _clientGoneOf(this.c);
   }
 }
 
