@@ -14,6 +14,14 @@ function raw(fetch: (request: Request, server: Bun.Server<undefined>) => Respons
   announce(server.port!);
 }
 
+/** `fetch` after reading the request's peer, as a per-IP gate must (server.requestIP: a system call). */
+function withPeer(fetch: (request: Request, server: Bun.Server<undefined>) => Response | Promise<Response>) {
+  return (request: Request, server: Bun.Server<undefined>) => {
+    if (server.requestIP(request) === null) throw new Error("no peer address");
+    return fetch(request, server);
+  };
+}
+
 switch (variant) {
   case "raw": // (a)
     raw(helloHandler);
@@ -30,14 +38,9 @@ switch (variant) {
   case "cap-hold": // part 6: the 15-line cap at 1, its slot held by /hold: every other request refused
     raw(inFlightCap(1, holdHandler, refuseFetch));
     break;
-  case "cap-hold-peer": { // part 6, (r3): as cap-hold, but each request's peer is read first, as a per-IP gate must
-    const capped = inFlightCap(1, holdHandler, refuseFetch);
-    raw((request, server) => {
-      if (server.requestIP(request) === null) throw new Error("no peer address");
-      return capped(request, server);
-    });
+  case "cap-hold-peer": // part 6, (r3): as cap-hold, but each request's peer is read first
+    raw(withPeer(inFlightCap(1, holdHandler, refuseFetch)));
     break;
-  }
   case "guard-hold": { // part 6: the adapter, every gate on, concurrency limit 1 held by /hold
     const handle = await serve(holdHandler, { ...refusalGates(), port: 0, hostname: HOST });
     announce(handle.address.port);
@@ -59,11 +62,8 @@ switch (variant) {
   case "hono-noop": // (c2) Hono + one no-op middleware
     raw(noopMiddlewareApp().fetch);
     break;
-  case "raw-peer": // (a3) (a) reading each request's peer, as a keyed gate must (server.requestIP: a system call)
-    raw((request, server) => {
-      if (server.requestIP(request) === null) throw new Error("no peer address");
-      return helloHandler();
-    });
+  case "raw-peer": // (a3) (a) reading each request's peer first
+    raw(withPeer(helloHandler));
     break;
   case "hono-hygiene":
     raw(hygieneApp(createBunHost({ log: () => {} })).fetch);
