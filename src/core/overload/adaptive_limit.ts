@@ -36,9 +36,12 @@ export interface AdaptiveLimitOptions {
   /** The ceiling: the limit never grows past it. @default 1000 */
   maxLimit?: number;
   /**
-   * How much slower than the baseline a window may be before the limit shrinks: at 2 a
-   * window whose mean latency is within 2× the baseline lets the limit grow.
-   * @default 2
+   * How much slower than the baseline a window may be before the limit shrinks: at 1.5 a
+   * window whose mean latency is within 1.5× the baseline lets the limit grow. Gradient2's
+   * default; at 2 the limit settled where requests took twice their no-queue latency (an
+   * I/O-bound storm: about twice the concurrency the core could serve, its latency paid as
+   * queueing in the event loop).
+   * @default 1.5
    */
   tolerance?: number;
   /** Weight of a new, lower limit: the limit falls by at most `smoothing / 2` a window (a gradient of 0.5 at most). @default 0.2 */
@@ -106,7 +109,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   if (maxLimit < minLimit) _fail(what, "maxLimit", `at least "minLimit" (${minLimit})`, maxLimit);
   const initialLimit = _positiveInt(what, "initialLimit", _given(o.initialLimit, minLimit));
   if (initialLimit < minLimit || initialLimit > maxLimit) _fail(what, "initialLimit", `within [${minLimit}, ${maxLimit}]`, initialLimit);
-  const tolerance = _given(o.tolerance, 2);
+  const tolerance = _given(o.tolerance, 1.5);
   if (typeof tolerance !== "number" || !(tolerance >= 1 && tolerance < Infinity)) _fail(what, "tolerance", "a finite number of at least 1", tolerance);
   const smoothing = _given(o.smoothing, 0.2);
   if (typeof smoothing !== "number" || !(smoothing > 0 && smoothing <= 1)) _fail(what, "smoothing", "a number in (0, 1]", smoothing);

@@ -36,8 +36,9 @@ describe("adaptive limit", () => {
     const a = createAdaptiveLimit();
     const limits = drive(a, clock, io(), 300);
     const settled = limits.slice(100);
-    // Below 100 in flight nothing queues; past 200 the latency is over 2× (the tolerance) the baseline.
-    assert.ok(min(settled) >= 150 && max(settled) <= 230, `settled within [150, 230]: ${min(settled)}..${max(settled)}`);
+    // Below 100 in flight nothing queues; past 150 the latency is over 1.5× (the default
+    // tolerance, Gradient2's) the baseline. At 2 it settled at 200–214: twice the knee's latency.
+    assert.ok(min(settled) >= 140 && max(settled) <= 180, `settled within [140, 180]: ${min(settled)}..${max(settled)}`);
     assert.equal(a.baselineMs, 20);
   });
 
@@ -62,8 +63,8 @@ describe("adaptive limit", () => {
     const pool: Model = (n) => 10 * Math.max(1, n / 20);
     const limits = drive(a, clock, pool, 5000);
     const late = limits.slice(100);
-    // Equilibrium: 2× the pool's latency (the tolerance) at 40 in flight, plus one allowance of √40.
-    assert.ok(max(late) <= 48, `bounded after 5,000 windows: max ${max(late)}`);
+    // Equilibrium: 1.5× the pool's latency (the tolerance) at 30 in flight, plus one allowance of √30.
+    assert.ok(max(late) <= 37, `bounded after 5,000 windows: max ${max(late)}`);
     assert.ok(max(limits.slice(-500)) <= max(limits.slice(100, 600)), "no higher at the end than early on");
     assert.ok(min(late) >= 15, `and not throttled below the pool: min ${min(late)}`);
   });
