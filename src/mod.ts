@@ -46,6 +46,7 @@ export {
   rateLimitHeaders,
 } from "./core/mod.ts";
 export type {
+  AbortSignalLike,
   AdaptiveLimit,
   AdaptiveLimitOptions,
   ConcurrencyLimit,

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import type { GuardedInfo, PeerAddress, RequestContext } from "../core/mod.ts";
+import { _ClientLeft, type AbortSignalLike, type GuardedInfo, type PeerAddress, type RequestContext } from "../core/mod.ts";
 
 /** The Hono variable the app-level middleware stores the request's context under. */
 export const CONTEXT_KEY = "serveHygiene";
@@ -47,6 +47,18 @@ export function _clientGoneOf(c: Context): boolean | undefined {
   const env = c.env as { incoming?: { socket?: { destroyed?: unknown } } } | undefined;
   const destroyed = env?.incoming?.socket?.destroyed;
   return typeof destroyed === "boolean" ? destroyed : undefined;
+}
+
+/**
+ * The client leaving as an event, where the env has a cheaper one than the request's signal:
+ * @hono/node-server's response, which closes when its connection does. Undefined under other
+ * servers: the request's signal says. Internal.
+ */
+export function _clientLeftOf(c: Context): AbortSignalLike | undefined {
+  const env = c.env as { incoming?: { socket?: { destroyed?: unknown } | null }; outgoing?: { once?: unknown; off?: unknown } } | undefined;
+  const outgoing = env?.outgoing;
+  if (env?.incoming === undefined || typeof outgoing?.once !== "function" || typeof outgoing.off !== "function") return undefined;
+  return new _ClientLeft(env.incoming, outgoing as ConstructorParameters<typeof _ClientLeft>[1]);
 }
 
 /** The context, or a clear error saying how to get one. */

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
-import { _guardedFetch, createGuard, type Guard, type GuardOptions, type Host, type PeerAddress } from "../core/mod.ts";
-import { _clientGoneOf, CONTEXT_KEY, peerOf } from "./context.ts";
+import { _guardedFetch, type AbortSignalLike, createGuard, type Guard, type GuardOptions, type Host, type PeerAddress } from "../core/mod.ts";
+import { _clientGoneOf, _clientLeftOf, CONTEXT_KEY, peerOf } from "./context.ts";
 
 /** Options of {@linkcode hygiene}: the guard's options. */
 export type HygieneOptions = GuardOptions;
@@ -24,6 +24,9 @@ class _HonoInfo {
   }
   get clientGone(): boolean | undefined {
     return _clientGoneOf(this.c);
+  }
+  get clientLeft(): AbortSignalLike | undefined {
+    return _clientLeftOf(this.c);
   }
 }
 

@@ -1,5 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { EventEmitter } from "node:events";
 import { Hono } from "hono";
 import { bodyLimit, hygiene, hygieneContext, inFlightCap, noTimeout, rateLimit, timeout } from "../../src/hono/mod.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
@@ -198,6 +199,49 @@ describe(`hono middleware (${runtime})`, () => {
     assert.deepEqual(handled, ["/1", "/2", "/4"], "the request whose client left never reached its route");
     assert.deepEqual(denials, ["aborted"]);
     assert.equal(signalRead, 0, "the socket answered; no request's signal was read");
+  });
+
+  test("hono: a request queued for a permit whose @hono/node-server response closes leaves the queue at once, without reading its signal", async () => {
+    const gate = deferred();
+    const denials: string[] = [];
+    const app = new Hono();
+    app.use(hygiene({ clock: createManualClock(), concurrencyLimit: 1, shedWaitMs: 60_000, loadMonitor: false, onDeny: (e) => void denials.push(e.reason) }));
+    const handled: string[] = [];
+    app.get("*", async (c) => {
+      handled.push(c.req.path);
+      if (c.req.path === "/hold") await gate.promise;
+      return c.text("ok");
+    });
+    let signalRead = 0;
+    const request = (path: string) => {
+      const r = new Request(`http://localhost${path}`);
+      const signal = r.signal;
+      Object.defineProperty(r, "signal", { get: () => (signalRead++, signal) });
+      return r;
+    };
+    // @hono/node-server's env: the request's socket and the response, which emits "close"
+    // when its connection closes before it was answered.
+    const envOf = () => {
+      const socket = { destroyed: false };
+      return { socket, env: { incoming: { socket }, outgoing: new EventEmitter() } };
+    };
+    const holder = envOf(), leaver = envOf(), stayer = envOf();
+    const held = app.fetch(request("/hold"), holder.env);
+    await flushMicrotasks();
+    const left = app.fetch(request("/left"), leaver.env);
+    const kept = app.fetch(request("/kept"), stayer.env);
+    await flushMicrotasks();
+    assert.equal(leaver.env.outgoing.listenerCount("close"), 1, "the waiter listens on its response");
+    leaver.socket.destroyed = true;
+    leaver.env.outgoing.emit("close");
+    assert.equal((await left).status, 503);
+    assert.deepEqual(denials, ["aborted"]);
+    assert.equal(leaver.env.outgoing.listenerCount("close"), 0);
+    gate.resolve();
+    assert.deepEqual((await Promise.all([held, kept])).map((r) => r.status), [200, 200]);
+    assert.deepEqual(handled, ["/hold", "/kept"], "the request whose client left never reached its route");
+    assert.equal(stayer.env.outgoing.listenerCount("close"), 0, "the admitted waiter stopped listening");
+    assert.equal(signalRead, 0, "the response answered; no request's signal was read");
   });
 
   test("hono: inFlightCap refuses a client at its cap with 429 and frees the slot when the handler settles", async () => {

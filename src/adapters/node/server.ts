@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import { closesOnUnreadBody, type ConnectionSlot, type DeclaredLength, fallbackResponse, type Listen, type Logger, type Server } from "../../core/mod.ts";
+import { _ClientLeft, type AbortSignalLike, closesOnUnreadBody, type ConnectionSlot, type DeclaredLength, fallbackResponse, type Listen, type Logger, type Server } from "../../core/mod.ts";
 import { peerOf } from "./peer.ts";
 
 /** Node-only transport settings of {@linkcode listenNode}. */
@@ -51,13 +51,15 @@ function _declared(req: IncomingMessage): DeclaredLength {
 }
 
 // What the adapter tells the guard of a request: its peer, mapped only when read (one
-// object a request, no closure), and the head's framing.
+// object a request, no closure), the head's framing, and whether (and when) the client left.
 class _NodeInfo {
   readonly #incoming: IncomingMessage;
+  readonly #outgoing: ServerResponse;
   readonly declaresBody: boolean;
   readonly declared: DeclaredLength | undefined;
-  constructor(incoming: IncomingMessage, declaresBody: boolean) {
+  constructor(incoming: IncomingMessage, outgoing: ServerResponse, declaresBody: boolean) {
     this.#incoming = incoming;
+    this.#outgoing = outgoing;
     this.declaresBody = declaresBody;
     this.declared = declaresBody ? _declared(incoming) : undefined;
   }
@@ -66,6 +68,10 @@ class _NodeInfo {
   }
   get clientGone() {
     return this.#incoming.socket?.destroyed === true;
+  }
+  // Read only for a request that waits (the admission queue).
+  get clientLeft(): AbortSignalLike {
+    return new _ClientLeft(this.#incoming, this.#outgoing);
   }
 }
 
@@ -86,7 +92,7 @@ export function listenNode(options: NodeListenOptions): Listen {
       const declaresBody = _declaresBody(incoming);
       // A Response answered synchronously (a refusal, a synchronous handler) takes
       // @hono/node-server's direct path: no close listener, no awaited response object.
-      return fetch(request, new _NodeInfo(incoming, declaresBody));
+      return fetch(request, new _NodeInfo(incoming, env.outgoing as ServerResponse, declaresBody));
     }, {
       errorHandler: (error) => fallbackResponse(error, options.log),
     });

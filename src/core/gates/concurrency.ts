@@ -21,7 +21,9 @@ export function _concurrencyGate(concurrency: ConcurrencyLimit): Gate {
     admit(a: _Admission) {
       const permit = concurrency.tryAcquire(a.startedAt);
       if (permit.ok || concurrency.shedWaitMs === 0) return verdict(a, permit);
-      return concurrency.acquire(a.request.signal, a.startedAt).then((p) => verdict(a, p));
+      // The adapter's own event for the client leaving where it has one: on node the request's
+      // signal would cost every waiting request an AbortController.
+      return concurrency.acquire(a.info?.clientLeft ?? a.request.signal, a.startedAt).then((p) => verdict(a, p));
     },
   };
 }

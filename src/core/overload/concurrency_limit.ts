@@ -40,6 +40,17 @@ export interface ConcurrencyLimitOptions {
   clock?: Clock;
 }
 
+/**
+ * What a wait needs of an abort signal: whether it fired, and its "abort" event. An
+ * `AbortSignal` is one; an adapter may give a cheaper one (node: the response's close event,
+ * where reading the request's `signal` makes @hono/node-server build an AbortController).
+ */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+}
+
 /** A held permit. Release it (or dispose it) exactly when the work ends; releasing twice is a no-op. */
 export interface Permit extends Disposable {
   readonly ok: true;
@@ -79,7 +90,7 @@ export interface ConcurrencyLimit {
    */
   tryAcquire(now?: number): Permit | Refusal;
   /** A permit now, or from the queue within `shedWaitMs`, or a refusal. An aborted `signal` withdraws the waiter. */
-  acquire(signal?: AbortSignal, now?: number): Promise<Permit | Refusal>;
+  acquire(signal?: AbortSignalLike, now?: number): Promise<Permit | Refusal>;
   /** Settles the next time no permit is held (at once if none is). */
   idle(): Promise<void>;
 }

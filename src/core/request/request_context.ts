@@ -1,4 +1,5 @@
 import type { PeerAddress } from "../host/server.ts";
+import type { AbortSignalLike } from "../overload/concurrency_limit.ts";
 import type { DeclaredLength } from "./body_limit.ts";
 import type { HygieneEvent } from "../events.ts";
 import { _REPORT, type _Reporting } from "./route_report.ts";
@@ -75,6 +76,13 @@ export interface ServeInfo {
    * Request). Where absent, the request's signal says.
    */
   readonly clientGone?: boolean;
+  /**
+   * Fires when the client's connection closes, from an adapter that has a cheaper event for
+   * it than the request's `signal` (node: the response's close event). A request waiting in
+   * the admission queue listens on it, so that it leaves the queue at once. Where absent, the
+   * request's signal does.
+   */
+  readonly clientLeft?: AbortSignalLike;
 }
 
 /**
