@@ -1,8 +1,14 @@
 import type { Context } from "hono";
 import { _ClientLeft, type AbortSignalLike, type GuardedInfo, type PeerAddress, type RequestContext } from "../core/mod.ts";
 
-/** The Hono variable the app-level middleware stores the request's context under. */
-export const CONTEXT_KEY = "serveHygiene";
+/**
+ * Where the app-level middleware keeps the request's context on Hono's Context: a symbol
+ * property, not a Hono variable (`c.set` builds a Map for the first variable of a request).
+ */
+export const CONTEXT_KEY: unique symbol = Symbol("serve-hygiene context");
+
+/** A Hono Context that the app-level middleware put a request's context on. */
+export type _WithContext = Context & { [CONTEXT_KEY]?: RequestContext };
 
 /**
  * The guard's per-request context: from the app-level `hygiene()` middleware, or — when the
@@ -10,7 +16,7 @@ export const CONTEXT_KEY = "serveHygiene";
  * hands over as `c.env`. Undefined when the app runs behind no guard.
  */
 export function hygieneContext(c: Context): RequestContext | undefined {
-  const stored = c.get(CONTEXT_KEY as never) as RequestContext | undefined;
+  const stored = (c as _WithContext)[CONTEXT_KEY];
   if (stored !== undefined) return stored;
   const env = c.env as Partial<GuardedInfo> | undefined;
   return env !== null && typeof env === "object" && env.context !== undefined ? env.context : undefined;

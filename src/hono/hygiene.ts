@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { _guardedFetch, type AbortSignalLike, createGuard, type Guard, type GuardOptions, type Host, type PeerAddress } from "../core/mod.ts";
-import { _clientGoneOf, _clientLeftOf, CONTEXT_KEY, peerOf } from "./context.ts";
+import { _clientGoneOf, _clientLeftOf, CONTEXT_KEY, peerOf, type _WithContext } from "./context.ts";
 
 /** Options of {@linkcode hygiene}: the guard's options. */
 export type HygieneOptions = GuardOptions;
@@ -60,7 +60,7 @@ export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddlewar
     const { c, next } = info as _HonoInfo;
     // The guarded request carries the capped body stream (when one applies); Hono reads c.req.raw.
     if (request !== c.req.raw) c.req.raw = request;
-    c.set(CONTEXT_KEY as never, view.context as never);
+    (c as _WithContext)[CONTEXT_KEY] = view.context;
     return next().then(() => c.res);
   }, true);
   // Only a refusal replaces the response: Hono's res setter rebuilds the response it is
