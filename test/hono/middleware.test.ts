@@ -16,6 +16,18 @@ function deferred() {
   return { promise, resolve };
 }
 
+/** Requests whose `signal` reads are counted (the tests that must not read it). */
+function countingSignalReads() {
+  let reads = 0;
+  const request = (path: string) => {
+    const r = new Request(`http://localhost${path}`);
+    const signal = r.signal;
+    Object.defineProperty(r, "signal", { get: () => (reads++, signal) });
+    return r;
+  };
+  return { request, signalReads: () => reads };
+}
+
 const post = (body: BodyInit, headers: Record<string, string> = {}) => ({ method: "POST", body, headers, duplex: "half" }) as RequestInit;
 
 describe(`hono middleware (${runtime})`, () => {
@@ -179,13 +191,7 @@ describe(`hono middleware (${runtime})`, () => {
       clock.t += 30;
       return c.text("ok");
     });
-    let signalRead = 0;
-    const request = (path: string) => {
-      const r = new Request(`http://localhost${path}`);
-      const signal = r.signal;
-      Object.defineProperty(r, "signal", { get: () => (signalRead++, signal) });
-      return r;
-    };
+    const { request, signalReads } = countingSignalReads();
     const socket = { destroyed: false };
     const env = { incoming: { socket } };
     const first = app.fetch(request("/1"), env); // starts the probe
@@ -198,7 +204,7 @@ describe(`hono middleware (${runtime})`, () => {
     assert.deepEqual((await Promise.all([first, second, gone, kept])).map((r) => r.status), [200, 200, 503, 200]);
     assert.deepEqual(handled, ["/1", "/2", "/4"], "the request whose client left never reached its route");
     assert.deepEqual(denials, ["aborted"]);
-    assert.equal(signalRead, 0, "the socket answered; no request's signal was read");
+    assert.equal(signalReads(), 0, "the socket answered; no request's signal was read");
   });
 
   test("hono: a request queued for a permit whose @hono/node-server response closes leaves the queue at once, without reading its signal", async () => {
@@ -212,13 +218,7 @@ describe(`hono middleware (${runtime})`, () => {
       if (c.req.path === "/hold") await gate.promise;
       return c.text("ok");
     });
-    let signalRead = 0;
-    const request = (path: string) => {
-      const r = new Request(`http://localhost${path}`);
-      const signal = r.signal;
-      Object.defineProperty(r, "signal", { get: () => (signalRead++, signal) });
-      return r;
-    };
+    const { request, signalReads } = countingSignalReads();
     // @hono/node-server's env: the request's socket and the response, which emits "close"
     // when its connection closes before it was answered.
     const envOf = () => {
@@ -241,7 +241,7 @@ describe(`hono middleware (${runtime})`, () => {
     assert.deepEqual((await Promise.all([held, kept])).map((r) => r.status), [200, 200]);
     assert.deepEqual(handled, ["/hold", "/kept"], "the request whose client left never reached its route");
     assert.equal(stayer.env.outgoing.listenerCount("close"), 0, "the admitted waiter stopped listening");
-    assert.equal(signalRead, 0, "the response answered; no request's signal was read");
+    assert.equal(signalReads(), 0, "the response answered; no request's signal was read");
   });
 
   test("hono: inFlightCap refuses a client at its cap with 429 and frees the slot when the handler settles", async () => {
