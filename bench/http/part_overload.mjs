@@ -137,7 +137,7 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
     `Unloaded: the unprotected server with 1 connection, ${unloadedS} s. Latency is timed per 2xx response by wrk (bench/http/latency.lua: each request carries its send time, the server echoes it), so p50/p99/max cover admitted requests only.`,
     `"p99 after 1 s" covers the requests sent 1 s or more into the measured run. wrk opens its ${CONNECTIONS} connections at once; Node accepts one connection per event-loop turn (libuv), so while its loop is busy the last connections wait in the kernel's accept queue for up to a second, and their first requests carry that wait. The targets are judged on the whole run's p99; the second figure shows how much of it is that start.`,
     `Goodput share = 2xx/s ÷ the unprotected server's 2xx/s on the same runtime and handler, taken in each round, median over ${runs} round(s); p99 ÷ unloaded likewise. Server pinned to core 1, wrk to core 0.`,
-    `serve-hygiene runs with its defaults and no tuning: the adaptive concurrency limit, the admission queue (shedWaitMs 500, adaptive LIFO), the load monitor's defaults.`,
+    `serve-hygiene runs with its defaults and no tuning: the adaptive concurrency limit, the admission queue (shedWaitMs 500, adaptive LIFO, standingWaitMs 100), the load monitor's defaults.`,
     "",
     envBlock(env, `Library: ${env.current}.`),
     "",

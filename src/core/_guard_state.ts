@@ -25,6 +25,7 @@ export function _processGates(what: string, o: GuardOptions, config: ResolvedCon
     shedWaitMs: _durationMs(what, "shedWaitMs", _given(o.shedWaitMs, DEFAULT_SHED_WAIT_MS), { zero: true }),
     maxWaiting: o.maxWaiting,
     lifoAfterMs: o.lifoAfterMs,
+    standingWaitMs: o.standingWaitMs,
     clock,
   });
   const memory = o.memory === undefined

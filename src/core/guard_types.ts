@@ -23,8 +23,16 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
   shedWaitMs?: number;
   /** Gate 7: the most requests that may wait; past it 503 at once ("queue-full"). @default 1024 */
   maxWaiting?: number;
-  /** Gate 7: a queue not empty for this long serves newest first (adaptive LIFO). @default 100 */
+  /** Gate 7: a queue that has not drained for this long serves newest first (adaptive LIFO). @default 100 */
   lifoAfterMs?: number;
+  /**
+   * Gate 7: once the queue stands, a free permit does not go to a waiter that has waited
+   * longer than this; it and the older waiters are refused ("queue-timeout") instead of being
+   * admitted late. A wait counts from when permits last started coming back after a gap longer
+   * than this (waiting behind long work is not queueing). At most `shedWaitMs`.
+   * @default min(100, shedWaitMs)
+   */
+  standingWaitMs?: number;
   /**
    * Gate 2: shed while memory in use is above `ceilingBytes` (RSS, capped at the Host's live
    * memory plus the start-up footprint; see `createMemoryCeiling`). Off unless set, and off

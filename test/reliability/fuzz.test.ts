@@ -77,6 +77,8 @@ const knobs: Knob[] = [
   { name: "requestTimeoutMs", field: "requestTimeoutMs", valid: posIntOrInf, fits: (v) => v === Infinity || (v as number) < 25_000, build: (v) => guardWith({ requestTimeoutMs: v as number }) },
   { name: "drainTimeoutMs", field: "drainTimeoutMs", valid: posIntOrInf, fits: (v) => (v as number) > 20_000, build: (v) => guardWith({ drainTimeoutMs: v as number }) },
   { name: "shedWaitMs", field: "shedWaitMs", valid: nonNegInt, build: (v) => guardWith({ shedWaitMs: v as number }) },
+  // Up to the default shedWaitMs (500): past it the value is valid alone but not with it.
+  { name: "standingWaitMs", field: "standingWaitMs", valid: nonNegInt, fits: (v) => (v as number) <= 500, build: (v) => guardWith({ standingWaitMs: v as number }) },
   { name: "memory.ceilingBytes", field: "ceilingBytes", valid: posInt, build: (v) => guardWith({ memory: { ceilingBytes: v as number } }) },
   { name: "memory.intervalMs", field: "intervalMs", valid: posInt, build: (v) => guardWith({ memory: { ceilingBytes: 1e9, intervalMs: v as number } }) },
   {

@@ -174,7 +174,8 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
   const name = _label(what, o.name);
   const sink = o.onEvent;
   const clock = o.clock ?? systemClock;
-  const lane = createConcurrencyLimit({ limit: overall, shedWaitMs, retryAfterMs, clock });
+  // The lane waits up to shedWaitMs, as documented: no shorter bound once its queue stands.
+  const lane = createConcurrencyLimit({ limit: overall, shedWaitMs, standingWaitMs: shedWaitMs, retryAfterMs, clock });
   const counts = new _KeyCounts(maxKeys);
   const refusal = (reason: InFlightRefusal["reason"], status: 429 | 503): InFlightRefusal =>
     Object.freeze({ ok: false, reason, status, retryAfterMs });

@@ -1,12 +1,20 @@
 // The admission queue in front of the concurrency limit (DESIGN.md "Overload control"):
 // bounded in length and in delay. Waiting costs nothing; what must not grow is how long a
-// request waits. Served oldest first while the queue is fresh (it was empty within
+// request waits. Served oldest first while the queue is fresh (it drained within
 // `lifoAfterMs`), newest first once it is standing (adaptive LIFO, as in "Fail at Scale"): under
 // overload what is admitted is fresh, and the waiters left behind are the ones dropped.
 // A waiter is refused once its time in the queue (its sojourn, CoDel's measure) passes
 // `maxWaitMs`; one timer, for the oldest waiter, does that (lazily: a permit may still reach a
-// waiter whose wait is just up). A waiter whose client leaves is removed at once. Internal: the
-// concurrency limit owns one.
+// waiter whose wait is just up). While the queue stands, a free permit does not go to a waiter
+// that has waited longer than `standingWaitMs` (CoDel's short target once the queue has not
+// drained within an interval): it is refused then, and so is every waiter under it, since they
+// are older still; the queue emptied that way has not drained, so it stays standing. Waiters
+// deeper in the stack are not touched until a permit reaches them or their `maxWaitMs` is up:
+// under a closed loop each refusal comes straight back, so the bound is applied only where a
+// waiter would otherwise be admitted late. A wait counts only from when permits last started
+// coming back after a gap longer than the bound (the owner says when): waiting behind long
+// work is not queueing. A waiter whose client leaves is removed at once.
+// Internal: the concurrency limit owns one.
 import type { Clock, TimerHandle } from "../clock.ts";
 
 /** One waiting request. */
@@ -23,22 +31,30 @@ export class _WaitQueue {
   readonly #clock: Clock;
   readonly #maxWaitMs: number;
   readonly #lifoAfterMs: number;
+  readonly #standingWaitMs: number;
   // A deque over an array: live waiters between #head and the end, oldest first; a waiter that
   // left is a tombstone (live = false) until it reaches an end.
   #items: _Waiter[] = [];
   #head = 0;
   #count = 0;
-  /** When the queue was last empty (it is "standing" once it has not been for lifoAfterMs). */
+  /** When the queue last drained (it is "standing" once it has not for lifoAfterMs). */
   #emptyAt = 0;
+  /** When the standing bound last emptied the queue (an empty queue that has not drained), or -Infinity. */
+  #droppedAt = -Infinity;
   #timer: TimerHandle | undefined = undefined;
   readonly #onDue: (now: number) => void;
 
-  /** `onDue` runs when the oldest waiter's wait is up, before it is refused (the owner may still admit it). */
-  constructor(clock: Clock, maxWaitMs: number, lifoAfterMs: number, onDue: (now: number) => void = () => {}) {
+  /**
+   * `onDue` runs when the oldest waiter's wait is up, before it is refused (the owner may still
+   * admit it). `standingWaitMs` bounds the wait of a waiter admitted while the queue stands
+   * (Infinity: no bound but `maxWaitMs`; then `take` returns a waiter whenever one waits).
+   */
+  constructor(clock: Clock, maxWaitMs: number, lifoAfterMs: number, onDue: (now: number) => void = () => {}, standingWaitMs = Infinity) {
     this.#clock = clock;
     this.#maxWaitMs = maxWaitMs;
     this.#lifoAfterMs = lifoAfterMs;
     this.#onDue = onDue;
+    this.#standingWaitMs = standingWaitMs;
   }
 
   get length(): number {
@@ -51,7 +67,9 @@ export class _WaitQueue {
   }
 
   push(w: _Waiter): void {
-    if (this.#count === 0) this.#emptyAt = w.at;
+    // Fresh again only if it drained: emptied by the standing bound, it still stands (unless
+    // nothing came for a whole interval since).
+    if (this.#count === 0 && w.at - this.#droppedAt >= this.#lifoAfterMs) this.#emptyAt = w.at;
     this.#items.push(w);
     this.#count++;
     if (this.#timer === undefined) this.#arm(w.at);
@@ -60,13 +78,23 @@ export class _WaitQueue {
   /**
    * The waiter that gets a free permit: the oldest while fresh, the newest while standing.
    * (One whose wait is just up is served rather than refused: the bound is on refusals.)
+   * Undefined when none waits, or when the queue stands and even its newest waiter has waited
+   * past `standingWaitMs` counted from `since`: then every waiter is refused ("queue-timeout")
+   * and the permit stays free for the next request. The owner passes as `since` when permits
+   * last started coming back after a gap longer than the bound: a wait before that was for
+   * long work, not in a queue (Infinity: take the waiter whatever its wait).
    */
-  take(now: number): _Waiter | undefined {
+  take(now: number, since: number): _Waiter | undefined {
     if (this.#count === 0) return undefined;
     const lifo = this.standing(now);
     let w: _Waiter | undefined;
     if (lifo) {
       do w = this.#items.pop(); while (w !== undefined && !w.live);
+      if (now - Math.max(w!.at, since) > this.#standingWaitMs) {
+        this.#items.push(w!);
+        this.#refuseAll(now);
+        return undefined;
+      }
     } else {
       do w = this.#items[this.#head++]; while (w !== undefined && !w.live);
     }
@@ -80,6 +108,25 @@ export class _WaitQueue {
     if (!w.live) return;
     this.#gone(w, this.#clock.now());
     this.#trim();
+  }
+
+  // The standing bound: every waiter is older than it. The queue is empty but has not drained.
+  #refuseAll(now: number): void {
+    const items = this.#items;
+    const head = this.#head;
+    this.#items = [];
+    this.#head = 0;
+    this.#count = 0;
+    this.#droppedAt = now;
+    this.#timer?.cancel();
+    this.#timer = undefined;
+    for (let i = head; i < items.length; i++) {
+      const w = items[i]!;
+      if (!w.live) continue;
+      w.live = false;
+      w.detach?.();
+      w.settle("queue-timeout");
+    }
   }
 
   /** Refuses every waiter whose sojourn reached maxWaitMs (the oldest are at the head). */

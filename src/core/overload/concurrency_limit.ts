@@ -1,6 +1,6 @@
 import type { Clock } from "../clock.ts";
 import { systemClock } from "../clock.ts";
-import { _durationMs, _options, _nonNegativeInt, _positiveIntOrInfinity, _given } from "../_validate.ts";
+import { _durationMs, _fail, _options, _nonNegativeInt, _positiveIntOrInfinity, _given } from "../_validate.ts";
 import type { AdaptiveLimit } from "./adaptive_limit.ts";
 import { _WaitQueue, type _Waiter } from "./_wait_queue.ts";
 
@@ -11,6 +11,15 @@ import { _WaitQueue, type _Waiter } from "./_wait_queue.ts";
  * server's tail. Newest-first service keeps admitted requests fresh whatever this is.
  */
 export const DEFAULT_SHED_WAIT_MS = 500;
+
+/**
+ * The default bound on the wait of a request admitted once the queue stands: long enough that
+ * under a closed-loop storm few waiters reach it (each refusal comes straight back and costs
+ * CPU), short enough that a request admitted late has not waited longer than it would have in
+ * front of an unprotected server. In a traced I/O-bound storm on Bun, 3.7 % of admissions had
+ * waited over 100 ms, and they made the admitted p99.
+ */
+export const DEFAULT_STANDING_WAIT_MS = 100;
 
 /** Options of {@linkcode createConcurrencyLimit}. */
 export interface ConcurrencyLimitOptions {
@@ -34,6 +43,16 @@ export interface ConcurrencyLimitOptions {
    * @default 100
    */
   lifoAfterMs?: number;
+  /**
+   * Once the queue stands (not drained for `lifoAfterMs`), a free permit does not go to a
+   * waiter that has waited longer than this: that waiter is refused ("queue-timeout"), and so
+   * is every waiter under it (they are older still), instead of being admitted late. CoDel's
+   * short target; waiters no permit reaches wait until `shedWaitMs`. A wait counts from when
+   * permits last started coming back after a gap longer than this (a wait behind long work, as
+   * at a cold start with a low limit, is not queueing). At most `shedWaitMs`.
+   * @default min(100, shedWaitMs)
+   */
+  standingWaitMs?: number;
   /** The Retry-After hint of a refusal, in milliseconds. @default 1000 */
   retryAfterMs?: number;
   /** @default systemClock */
@@ -119,6 +138,8 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
   const shedWaitMs = _durationMs(what, "shedWaitMs", _given(o.shedWaitMs, 0), { zero: true });
   const maxWaiting = _nonNegativeInt(what, "maxWaiting", _given(o.maxWaiting, 1024));
   const lifoAfterMs = _durationMs(what, "lifoAfterMs", _given(o.lifoAfterMs, 100), { zero: true });
+  const standingWaitMs = _durationMs(what, "standingWaitMs", _given(o.standingWaitMs, Math.min(DEFAULT_STANDING_WAIT_MS, shedWaitMs)), { zero: true });
+  if (standingWaitMs > shedWaitMs) _fail(what, "standingWaitMs", `at most "shedWaitMs" (${shedWaitMs})`, standingWaitMs);
   const retryAfterMs = _durationMs(what, "retryAfterMs", _given(o.retryAfterMs, 1000));
   const clock = o.clock ?? systemClock;
 
@@ -132,21 +153,23 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
     releasedAt = now; // once per wait bound
     adaptive.stalled();
     limit = adaptive.limit;
-    admitWaiting();
+    // These waited for work that is long, not queued: admitted whatever their wait.
+    admitWaiting(now, Infinity);
   };
-  const queue = new _WaitQueue(clock, shedWaitMs, lifoAfterMs, onDue);
+  const queue = new _WaitQueue(clock, shedWaitMs, lifoAfterMs, onDue, standingWaitMs);
   let limit = adaptive === undefined ? fixed : adaptive.limit;
   let idleWaiters: (() => void)[] = [];
   let inFlight = 0;
-  /** When a permit last came back (for the adaptive limit's stall rule). */
+  /** When a permit last came back (for the adaptive limit's stall rule and the standing bound; with a fixed limit, only while requests wait). */
   let releasedAt = clock.now();
+  /** When permits last started coming back after a gap longer than standingWaitMs. */
+  let flowingSince = -Infinity;
 
-  // Hands free permits to waiters while there are both (the limit may have grown).
-  const admitWaiting = () => {
-    if (queue.length === 0) return;
-    const now = clock.now();
+  // Hands free permits to waiters while there are both (the limit may have grown). `since`: see
+  // _WaitQueue.take.
+  const admitWaiting = (now: number, since: number) => {
     while (inFlight < limit) {
-      const w = queue.take(now);
+      const w = queue.take(now, since);
       if (w === undefined) break;
       inFlight++;
       w.settle(now);
@@ -154,16 +177,22 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
   };
 
   const release = (sampled: _Permit | undefined) => {
-    if (adaptive !== undefined) {
+    // The clock is read only when the adaptive limit or a waiter needs it.
+    if (adaptive === undefined && queue.length === 0) {
+      inFlight--;
+    } else {
       const now = clock.now();
+      // No permit came back for longer than the standing bound: what waited so far waited for
+      // long work (a cold start at a low limit, a stall), not in a queue.
+      if (now - releasedAt > standingWaitMs) flowingSince = now;
       releasedAt = now;
-      if (sampled !== undefined) {
+      if (sampled !== undefined && adaptive !== undefined) {
         adaptive.sample(now - sampled.at, inFlight, now);
         limit = adaptive.limit;
       }
+      inFlight--;
+      if (queue.length > 0) admitWaiting(now, flowingSince);
     }
-    inFlight--;
-    admitWaiting();
     if (inFlight === 0 && idleWaiters.length > 0) {
       const resolved = idleWaiters;
       idleWaiters = [];

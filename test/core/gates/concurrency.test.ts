@@ -35,6 +35,8 @@ describe("concurrency gate", () => {
     assert.throws(() => createGuard({ concurrencyLimit: -1 }), /"concurrencyLimit" must be a positive integer or Infinity/);
     assert.throws(() => createGuard({ maxWaiting: -1 }), /"maxWaiting" must be a non-negative integer/);
     assert.throws(() => createGuard({ lifoAfterMs: 1.5 }), /"lifoAfterMs" must be a non-negative integer/);
+    assert.throws(() => createGuard({ standingWaitMs: -1 }), /"standingWaitMs" must be a non-negative integer/);
+    assert.throws(() => createGuard({ shedWaitMs: 50, standingWaitMs: 60 }), /"standingWaitMs" must be at most "shedWaitMs" \(50\)/);
   });
 
   test("concurrency gate: the fast path answers synchronously; only a request that must wait gets a promise", async () => {

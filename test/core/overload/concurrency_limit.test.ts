@@ -70,7 +70,8 @@ describe("concurrency limit", () => {
 
   test("concurrency limit: a fresh queue serves oldest first, a standing one newest first (adaptive LIFO)", async () => {
     const clock = createManualClock();
-    const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, lifoAfterMs: 100, clock });
+    // standingWaitMs at the wait bound: the order alone (the standing bound has its own test).
+    const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, lifoAfterMs: 100, standingWaitMs: 1000, clock });
     let held = limit.tryAcquire() as Permit;
     const order: string[] = [];
     const join = (name: string) => limit.acquire().then((r) => (order.push(name), r as Permit));
@@ -103,7 +104,7 @@ describe("concurrency limit", () => {
 
   test("concurrency limit: under a standing queue the oldest waiters are the ones dropped, one timer for all", async () => {
     const clock = createManualClock();
-    const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 300, lifoAfterMs: 100, clock });
+    const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 300, lifoAfterMs: 100, standingWaitMs: 300, clock });
     let held = limit.tryAcquire() as Permit;
     const results: string[] = [];
     const waiters = Array.from({ length: 6 }, (_, i) => {
@@ -122,6 +123,76 @@ describe("concurrency limit", () => {
     held.release();
     assert.ok((await waiters[4]!).ok, "then the newest left");
     assert.equal(limit.waiting, 1);
+  });
+
+  test("concurrency limit: once the queue stands, no waiter is admitted past standingWaitMs; refused with the older ones, the queue still stands", async () => {
+    const clock = createManualClock();
+    const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, lifoAfterMs: 100, standingWaitMs: 100, clock });
+    assert.throws(() => createConcurrencyLimit({ limit: 1, shedWaitMs: 50, standingWaitMs: 60 }), /"standingWaitMs" must be at most "shedWaitMs" \(50\): current value is 60/);
+    assert.equal(clock.pendingTimers, 0);
+    let held = limit.tryAcquire() as Permit;
+    const results: string[] = [];
+    const join = (name: string) => limit.acquire().then((r) => (results.push(`${name}:${r.ok ? "in" : r.reason}`), r));
+    const p = join("p");
+    clock.advance(10);
+    const a = join("a");
+    clock.advance(10);
+    const b = join("b");
+    clock.advance(30); // t=50: fresh, oldest first
+    held.release();
+    held = (await p) as Permit;
+    clock.advance(80); // t=130: standing; even the newest (b) has waited 110 ms, permits coming back meanwhile
+    held.release();
+    await Promise.all([a, b]);
+    assert.deepEqual(results, ["p:in", "a:queue-timeout", "b:queue-timeout"], "refused rather than admitted late");
+    assert.equal(limit.waiting, 0);
+    assert.equal(limit.inFlight, 0, "the permit stays free for the next request");
+    assert.equal(clock.pendingTimers, 0, "no sojourn timer left behind");
+    // Emptied by the bound, not drained: the queue still stands, so it serves newest first at once.
+    held = limit.tryAcquire() as Permit;
+    const c = join("c");
+    clock.advance(10);
+    const d = join("d");
+    clock.advance(10); // t=170: c has waited 20 ms, d 10 ms
+    held.release();
+    held = (await d) as Permit;
+    assert.deepEqual(results.slice(3), ["d:in"]);
+    held.release();
+    held = (await c) as Permit;
+    assert.deepEqual(results.slice(4), ["c:in"]);
+    // Drained by admissions: the next queue starts fresh, oldest first.
+    const e = join("e");
+    const f = join("f");
+    held.release();
+    held = (await e) as Permit;
+    held.release();
+    (await f as Permit).release();
+    assert.deepEqual(results.slice(5), ["e:in", "f:in"]);
+    // A waiter no permit came back for in all its wait waited for long work, not in a queue
+    // (a cold start at limit 1, one slow request): admitted, standing or not.
+    const long = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, lifoAfterMs: 100, standingWaitMs: 100, clock });
+    let hold = long.tryAcquire() as Permit;
+    const g1 = long.acquire();
+    clock.advance(10);
+    const g2 = long.acquire();
+    clock.advance(190);
+    hold.release();
+    hold = (await g2) as Permit;
+    hold.release();
+    assert.ok((await g1).ok, "standing for 200 ms, but no permit came back for longer than the bound: both admitted at 200 ms");
+    (await g1 as Permit).release();
+    // The bound is for a standing queue: a fresh one admits a waiter of any age up to shedWaitMs.
+    const slow = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, lifoAfterMs: 500, standingWaitMs: 100, clock });
+    hold = slow.tryAcquire() as Permit;
+    const h = slow.acquire();
+    clock.advance(10);
+    const i = slow.acquire();
+    clock.advance(40);
+    hold.release();
+    hold = (await h) as Permit;
+    clock.advance(90);
+    hold.release();
+    assert.ok((await i).ok, "fresh (not empty for 140 of 500 ms): admitted after 130 ms, permits coming back meanwhile");
   });
 
   test("concurrency limit: a full queue refuses the newcomer at once", async () => {
