@@ -8,7 +8,8 @@
 // under-pressure. Plus serve-hygiene at half of capacity (paced load: must refuse nothing).
 // 2xx responses are timed one by one (latency.lua), so latency covers admitted requests only.
 // `--wait-sweep=50,100,…`: the queue's drop threshold (shedWaitMs) against goodput and
-// admitted p99 on the sync and async handlers → overload-wait.md.
+// admitted p99 on the sync and async handlers → overload-wait.md; `--standing-sweep=50,100,…`:
+// the standing queue's bound (standingWaitMs) on the async and I/O handlers → overload-standing.md.
 import { cpuSeconds, histMax, histPercentile, load, median, sleep, startServer, stopServer, undisturbed } from "./_lib.mjs";
 import { barChart, envBlock, fmt, table } from "./_report.mjs";
 
@@ -62,8 +63,9 @@ const logRun = (run, c, m) =>
       (m.noise >= 0.1 ? `  (others used ${Math.round(m.noise * 100)}% of a core)` : ""),
   );
 
-export async function overload({ runs, runtimes, quick, gen, env, limit, waitSweep }) {
-  if (waitSweep) return waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds: waitSweep });
+export async function overload({ runs, runtimes, quick, gen, env, limit, waitSweep, standingSweep }) {
+  if (waitSweep) return waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds: waitSweep, sweep: SWEEPS.wait });
+  if (standingSweep) return waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds: standingSweep, sweep: SWEEPS.standing });
   const warmS = 1;
   const seconds = quick ? 3 : 4;
   const unloadedS = quick ? 2 : 3;
@@ -192,21 +194,50 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
   return { files: { "overload.md": md.join("\n"), "overload.svg": svg, "overload.json": JSON.stringify({ env, limit: limit ?? "adaptive", cases }, null, 1) }, summary };
 }
 
+/** The two sweeps of the admission queue's wait bounds: which knob, on which handlers, written where. */
+const SWEEPS = {
+  wait: {
+    option: "shedWaitMs",
+    env: "BENCH_SHED_WAIT_MS",
+    file: "overload-wait",
+    // sync: the load gate's wait for a later turn (Node, Bun); async: the admission queue
+    paths: [["/burn", "sync"], ["/burn-async", "async"]],
+    title: "the admission queue's drop threshold (shedWaitMs) against goodput and admitted p99",
+    text: [
+      `serve-hygiene's defaults except \`shedWaitMs\` (the bound on a request's time in the queue; the default is 500 ms)`,
+      `In a closed loop every refusal comes straight back: a shorter threshold refuses more (the standing queue ÷ the threshold per second), each refusal costs CPU, and what it buys is a shorter wait for the requests that are admitted late.`,
+      `The sync handler shows the load gate's wait for a later loop turn, which the same \`shedWaitMs\` bounds (Node and Bun; Deno refuses past the batch bound at once, so its sync rows do not move with the threshold); the async handler shows the admission queue. "p99 after 1 s": requests sent 1 s or more into the run (see overload.md).`,
+    ],
+  },
+  standing: {
+    option: "standingWaitMs",
+    env: "BENCH_STANDING_WAIT_MS",
+    file: "overload-standing",
+    paths: [["/burn-async", "async"], ["/io", "io"]],
+    title: "the standing queue's bound (standingWaitMs) against goodput and admitted p99",
+    text: [
+      `serve-hygiene's defaults except \`standingWaitMs\` (once the queue stands, the longest wait of a request it admits; the default is 100 ms; 500 = \`shedWaitMs\`, no bound but the queue's own)`,
+      `A shorter bound refuses the waiters a permit would reach late instead of admitting them: more refusals, a shorter wait for what is admitted.`,
+      `The async handler burns 2 ms of CPU a turn after arrival; the I/O-bound one awaits 20 ms, then burns 0.2 ms. "p99 after 1 s": requests sent 1 s or more into the run (see overload.md).`,
+    ],
+  },
+};
+
 /**
- * `--wait-sweep=50,100,…`: serve-hygiene's defaults with the queue's drop threshold
- * (shedWaitMs) at each value, on the sync handler (the load gate's wait) and the async one (the admission queue), next to the unprotected server:
- * the trade-off between refusals (goodput) and how long an admitted request may have waited.
+ * `--wait-sweep=50,100,…` / `--standing-sweep=50,100,…`: serve-hygiene's defaults with one of
+ * the queue's wait bounds at each value, next to the unprotected server: the trade-off between
+ * refusals (goodput) and how long an admitted request may have waited.
  */
-async function waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds }) {
+async function waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds, sweep }) {
   const seconds = quick ? 3 : 4;
   const cases = [];
-  const paths = [["/burn", "sync"], ["/burn-async", "async"]]; // sync: the load gate's wait for a later turn (Node, Bun); async: the admission queue
+  const paths = sweep.paths;
   for (const rt of runtimes) {
     for (const [path, kind] of paths) {
       const add = (id, label, args, connections, env) => cases.push({ rt, path, kind, id, label, file: rt, args, connections, env, runs: [] });
       add("unloaded", "no protection, 1 connection", ["none"], 1);
       add("none", "no protection", ["none"], CONNECTIONS);
-      for (const t of thresholds) add(`wait${t}`, `serve-hygiene defaults, shedWaitMs ${t}`, ["lib", "-"], CONNECTIONS, { BENCH_SHED_WAIT_MS: String(t) });
+      for (const t of thresholds) add(`wait${t}`, `serve-hygiene defaults, ${sweep.option} ${t}`, ["lib", "-"], CONNECTIONS, { [sweep.env]: String(t) });
     }
   }
   for (let run = 1; run <= runs; run++) {
@@ -224,11 +255,10 @@ async function waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds 
     c.p99VsUnloaded = median(c.runs.map((m, i) => m.p99Us / unloaded.runs[i].p99Us));
   }
   const md = [
-    `# Part 2 — the admission queue's drop threshold (shedWaitMs) against goodput and admitted p99`,
+    `# Part 2 — ${sweep.title}`,
     "",
-    `serve-hygiene's defaults except \`shedWaitMs\` (the bound on a request's time in the queue; the default is 500 ms), wrk -t1 -c${CONNECTIONS} closed loop, ${seconds} s measured after a 1 s warm-up and a 1 s pause; ratios taken in each round, median of ${runs} round(s).`,
-    `In a closed loop every refusal comes straight back: a shorter threshold refuses more (the standing queue ÷ the threshold per second), each refusal costs CPU, and what it buys is a shorter wait for the requests that are admitted late.`,
-    `The sync handler shows the load gate's wait for a later loop turn, which the same \`shedWaitMs\` bounds (Node and Bun; Deno refuses past the batch bound at once, so its sync rows do not move with the threshold); the async handler shows the admission queue. "p99 after 1 s": requests sent 1 s or more into the run (see overload.md).`,
+    `${sweep.text[0]}, wrk -t1 -c${CONNECTIONS} closed loop, ${seconds} s measured after a 1 s warm-up and a 1 s pause; ratios taken in each round, median of ${runs} round(s).`,
+    ...sweep.text.slice(1),
     "",
     envBlock(env, `Library: ${env.current}.`),
     "",
@@ -240,5 +270,5 @@ async function waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds 
     }
   }
   const summary = cases.filter((c) => c.id.startsWith("wait")).map((c) => `${c.rt} ${c.kind} ${c.id}: goodput ${fmt.share(c.goodputShare)}, 503 ${fmt.pct(c.share503)}, p99 ${fmt.ms(c.p99Us)} ms`).join("\n");
-  return { files: { "overload-wait.md": md.join("\n"), "overload-wait.json": JSON.stringify({ env, thresholds, cases }, null, 1) }, summary };
+  return { files: { [`${sweep.file}.md`]: md.join("\n"), [`${sweep.file}.json`]: JSON.stringify({ env, option: sweep.option, thresholds, cases }, null, 1) }, summary };
 }

@@ -214,13 +214,15 @@ type Serve = (handler: (request: Request) => Response | Promise<Response>, optio
 
 /**
  * Part 2: the adapter with its defaults (no limit given: the adaptive one) or the given
- * concurrency limit. `BENCH_SHED_WAIT_MS` sets the queue's drop threshold (the sweep);
+ * concurrency limit. `BENCH_SHED_WAIT_MS` sets the queue's drop threshold (the sweep),
+ * `BENCH_STANDING_WAIT_MS` its bound once it stands;
  * `BENCH_TRACE=1` prints the gate state every 50 ms to stderr (the step run): the limit, the
  * permits in use, the waiters, the load monitor's admitted share, and refusals so far by layer.
  */
 export async function serveLib(serve: Serve, limit: number | undefined): Promise<void> {
   const env = (name: string) => process.env[name];
   const shedWait = env("BENCH_SHED_WAIT_MS");
+  const standingWait = env("BENCH_STANDING_WAIT_MS");
   const denied: Record<string, number> = {};
   const handle = await serve(workHandler, {
     port: 0,
@@ -228,6 +230,7 @@ export async function serveLib(serve: Serve, limit: number | undefined): Promise
     concurrencyLimit: limit,
     log: () => {},
     ...(shedWait === undefined ? {} : { shedWaitMs: Number(shedWait) }),
+    ...(standingWait === undefined ? {} : { standingWaitMs: Number(standingWait) }),
     // BENCH_LOAD_MONITOR=0: the concurrency gate alone (a diagnostic subject, labelled as such).
     ...(env("BENCH_LOAD_MONITOR") === "0" ? { loadMonitor: false } : {}),
     onDeny: (e) => void (denied[e.layer] = (denied[e.layer] ?? 0) + 1),
