@@ -8,10 +8,10 @@
 // waiter whose wait is just up). While the queue stands, a free permit does not go to a waiter
 // that has waited longer than `standingWaitMs` (CoDel's short target once the queue has not
 // drained within an interval): it is refused then, and so is every waiter under it, since they
-// are older still; the queue emptied that way has not drained, so it stays standing. Waiters
-// deeper in the stack are not touched until a permit reaches them or their `maxWaitMs` is up:
-// under a closed loop each refusal comes straight back, so the bound is applied only where a
-// waiter would otherwise be admitted late. A wait counts only from when permits last started
+// are older still; the queue emptied that way has not drained, so it stays standing. The bound
+// has no timer of its own: it is checked only when a permit is free, since under a closed loop
+// each refusal comes straight back, so it refuses only where a waiter would otherwise be
+// admitted late (no permit: waiters wait up to `maxWaitMs`). A wait counts only from when permits last started
 // coming back after a gap longer than the bound (the owner says when): waiting behind long
 // work is not queueing. A waiter whose client leaves is removed at once.
 // Internal: the concurrency limit owns one.
