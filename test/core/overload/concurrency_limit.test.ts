@@ -168,31 +168,41 @@ describe("concurrency limit", () => {
     held.release();
     (await f as Permit).release();
     assert.deepEqual(results.slice(5), ["e:in", "f:in"]);
-    // A waiter no permit came back for in all its wait waited for long work, not in a queue
-    // (a cold start at limit 1, one slow request): admitted, standing or not.
-    const long = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, lifoAfterMs: 100, standingWaitMs: 100, clock });
-    let hold = long.tryAcquire() as Permit;
-    const g1 = long.acquire();
+  });
+
+  test("concurrency limit: a wait behind long work (no permit back for longer than standingWaitMs) is not cut short by the standing bound", async () => {
+    // A cold start at limit 1 with one slow request: the waiters behind it are admitted.
+    const clock = createManualClock();
+    const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, lifoAfterMs: 100, standingWaitMs: 100, clock });
+    let held = limit.tryAcquire() as Permit;
+    const first = limit.acquire();
     clock.advance(10);
-    const g2 = long.acquire();
-    clock.advance(190);
-    hold.release();
-    hold = (await g2) as Permit;
-    hold.release();
-    assert.ok((await g1).ok, "standing for 200 ms, but no permit came back for longer than the bound: both admitted at 200 ms");
-    (await g1 as Permit).release();
-    // The bound is for a standing queue: a fresh one admits a waiter of any age up to shedWaitMs.
-    const slow = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, lifoAfterMs: 500, standingWaitMs: 100, clock });
-    hold = slow.tryAcquire() as Permit;
-    const h = slow.acquire();
+    const second = limit.acquire();
+    clock.advance(190); // standing for 200 ms, no permit back in all that time
+    held.release();
+    held = (await second) as Permit;
+    held.release(); // a permit came back just now; the first's wait counts from 200 ms
+    const got = await first;
+    assert.ok(got.ok, "both admitted at 200 ms");
+    (got as Permit).release();
+    assert.equal(limit.inFlight, 0);
+  });
+
+  test("concurrency limit: the standing bound leaves a fresh queue alone", async () => {
+    const clock = createManualClock();
+    const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, lifoAfterMs: 500, standingWaitMs: 100, clock });
+    let held = limit.tryAcquire() as Permit;
+    const first = limit.acquire();
     clock.advance(10);
-    const i = slow.acquire();
+    const second = limit.acquire();
     clock.advance(40);
-    hold.release();
-    hold = (await h) as Permit;
-    clock.advance(90);
-    hold.release();
-    assert.ok((await i).ok, "fresh (not empty for 140 of 500 ms): admitted after 130 ms, permits coming back meanwhile");
+    held.release();
+    held = (await first) as Permit;
+    clock.advance(90); // the second has waited 130 ms, permits coming back meanwhile; not empty for 140 of 500 ms
+    held.release();
+    const got = await second;
+    assert.ok(got.ok, "fresh: admitted after 130 ms");
+    (got as Permit).release();
   });
 
   test("concurrency limit: a full queue refuses the newcomer at once", async () => {
