@@ -83,7 +83,7 @@ export class _TurnQueue {
     this.#timer?.cancel();
     this.#timer = undefined;
     const now = this.#clock.now();
-    for (let w = this.#q.take(now, -Infinity); w !== undefined; w = this.#q.take(now, -Infinity)) w.settle(admit ? now : "queue-timeout");
+    for (let w = this.#q.take(now, Infinity); w !== undefined; w = this.#q.take(now, Infinity)) w.settle(admit ? now : "queue-timeout");
   }
 
   /** Settles the next time no request waits (at once if none does). */
@@ -105,7 +105,7 @@ export class _TurnQueue {
         break;
       }
       const now = clock.now();
-      this.#q.take(now, -Infinity)!.settle(now);
+      this.#q.take(now, Infinity)!.settle(now);
       await undefined;
     }
     this.#timer = this.#q.length > 0 && !this.#closed && !this.#held ? this.#next() : undefined;
