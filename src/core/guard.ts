@@ -13,6 +13,7 @@ import { _keyedParts } from "./limits/keyed_gates.ts";
 import { _exemptMatcher } from "./request/exempt.ts";
 import { _Admission, type _AdmissionHost } from "./request/admission.ts";
 import { _createLongLived } from "./request/_long_lived.ts";
+import { _Running } from "./request/_running.ts";
 import { _durationMs, _options } from "./_validate.ts";
 import {
   _GATES,
@@ -75,7 +76,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const deadlines = createDeadlineWheel({ clock });
   const shutdown = o.shutdown?.signal;
   const keyed = _keyedParts(o, sink);
-  const live = new Set<_Admission>();
+  const live = new _Running<_Admission>();
   const longLived = _createLongLived(o.stopping?.signal ?? shutdown, clock);
   const timed = config.requestTimeoutMs !== Infinity;
   let stragglers = 0;
@@ -276,7 +277,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       },
       abortAll(reason) {
         loadGate?.refuseWaiting();
-        for (const a of live) {
+        for (const a of live.snapshot()) {
           a.abandon(reason);
           // Where the runtime still waits for this request's answer, it gets one and the
           // connection closes, instead of hanging until the process ends.
