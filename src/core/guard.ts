@@ -13,7 +13,7 @@ import { _keyedParts } from "./limits/keyed_gates.ts";
 import { _exemptMatcher } from "./request/exempt.ts";
 import { _Admission, type _AdmissionHost } from "./request/admission.ts";
 import { _createLongLived } from "./request/_long_lived.ts";
-import { _Running } from "./request/_running.ts";
+import { _LinkedList } from "./_linked_list.ts";
 import { _durationMs, _options } from "./_validate.ts";
 import {
   _GATES,
@@ -76,7 +76,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const deadlines = createDeadlineWheel({ clock });
   const shutdown = o.shutdown?.signal;
   const keyed = _keyedParts(o, sink);
-  const live = new _Running<_Admission>();
+  const live = new _LinkedList<_Admission>();
   const longLived = _createLongLived(o.stopping?.signal ?? shutdown, clock);
   const timed = config.requestTimeoutMs !== Infinity;
   let stragglers = 0;
@@ -198,7 +198,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       return failure(a, error);
     }
     if (result instanceof Response) return outcome(a, result);
-    live.add(a);
+    live.push(a);
     if (a.timed) a.armOnce(a.startedAt);
     return new Promise<Response>((resolve) => {
       a.resolve = resolve;

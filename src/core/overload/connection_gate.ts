@@ -8,6 +8,7 @@
 import type { DenyEvent, EventSink } from "../events.ts";
 import { _emit } from "../_emit.ts";
 import { _given, _options, _positiveIntOrInfinity } from "../_validate.ts";
+import { _LinkedList } from "../_linked_list.ts";
 
 /** Options of {@linkcode createConnectionGate}. */
 export interface ConnectionGateOptions {
@@ -78,12 +79,14 @@ export function createConnectionGate(options?: ConnectionGateOptions): Connectio
   const sinks = [o.onEvent, o.onDeny === undefined ? undefined : (e: { type: string }) => e.type === "deny" && o.onDeny!(e as DenyEvent)];
   const reporting = o.onEvent !== undefined || o.onDeny !== undefined;
   // Idle connections in the order they became idle: the first is the oldest.
-  const idle = new Set<_Slot>();
+  const idle = new _LinkedList<_Slot>();
   let open = 0;
 
   class _Slot implements ConnectionSlot {
     requests = 0;
     gone = false;
+    prevLink: _Slot | undefined = undefined;
+    nextLink: _Slot | undefined = undefined;
     constructor(readonly close: () => void) {}
     requestStarted(): void {
       if (this.gone) return;
@@ -91,7 +94,7 @@ export function createConnectionGate(options?: ConnectionGateOptions): Connectio
     }
     requestEnded(): void {
       if (this.gone || this.requests === 0) return;
-      if (--this.requests === 0) idle.add(this);
+      if (--this.requests === 0) idle.push(this);
     }
     closed(): void {
       if (this.gone) return;
@@ -112,7 +115,7 @@ export function createConnectionGate(options?: ConnectionGateOptions): Connectio
     },
     accept(close) {
       if (open >= maxConnections) {
-        const oldest: _Slot | undefined = idle.values().next().value;
+        const oldest = idle.first;
         if (oldest === undefined) {
           if (reporting) _emit(sinks, { type: "deny", layer: "connection", reason: "over-cap", status: 503, retryAfterMs: RETRY_AFTER_MS });
           return undefined;
@@ -127,7 +130,7 @@ export function createConnectionGate(options?: ConnectionGateOptions): Connectio
       }
       const slot = new _Slot(close);
       open++;
-      idle.add(slot);
+      idle.push(slot);
       return slot;
     },
   };

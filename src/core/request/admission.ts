@@ -61,9 +61,9 @@ export class _Admission {
   /** Resolves the guard's answer; set when the handler starts. */
   resolve: ((res: Response) => void) | undefined = undefined;
   timeoutMs: number;
-  /** Links in the guard's list of running handlers (_running.ts). */
-  prevRunning: _Admission | undefined = undefined;
-  nextRunning: _Admission | undefined = undefined;
+  /** Links in the guard's list of running handlers (_linked_list.ts). */
+  prevLink: _Admission | undefined = undefined;
+  nextLink: _Admission | undefined = undefined;
   readonly #host: _AdmissionHost;
   /** What the gates handed out (at most a per-key slot, then a permit), released last first, once. */
   #first: Disposable | undefined = undefined;
