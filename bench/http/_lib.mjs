@@ -212,28 +212,72 @@ function useAutocannon(why) {
  * LOAD_CORE. `latency2xx` times 2xx responses one by one (latency.lua); otherwise wrk's
  * own summary (summary.lua). Resolves with the parsed one-line JSON summary.
  */
-export function load(gen, { port, path = "/", connections, seconds, timeoutS = 10, latency2xx = false, rate }) {
+export function load(gen, { port, path = "/", connections, seconds, timeoutS = 10, latency2xx = false, rate, startMs = 0 }) {
   const url = `http://127.0.0.1:${port}${path}`;
-  // `rate` (requests/s over all connections) paces the load instead of a closed loop (latency.lua only).
-  const paced = rate === undefined ? [] : ["--", String(Math.max(1, Math.round(rate)))];
+  // `rate` (requests/s over all connections) paces the load instead of a closed loop;
+  // `startMs` holds every connection's first request that long, so the server accepts all the
+  // connections before the load starts; the run lasts that much longer, and the figures cover
+  // the `seconds` after it (latency.lua only; autocannon has no such hold).
+  // (Whole seconds: wrk's -d takes no fractions.)
+  const start = gen.kind === "wrk" && startMs > 0 ? Math.ceil(startMs / 1000) * 1000 : 0;
+  const scripted = rate !== undefined || start > 0 ? ["--", rate === undefined ? "-" : String(Math.max(1, Math.round(rate))), String(start)] : [];
   const [exe, argv] = gen.kind === "wrk"
-    ? [gen.path, ["-t1", `-c${connections}`, `-d${seconds}s`, `--timeout`, `${timeoutS}s`, "-s", join(here, latency2xx || rate !== undefined ? "latency.lua" : "summary.lua"), url, ...paced]]
+    ? [gen.path, ["-t1", `-c${connections}`, `-d${(seconds * 1000 + start) / 1000}s`, `--timeout`, `${timeoutS}s`, "-s", join(here, latency2xx || scripted.length > 0 ? "latency.lua" : "summary.lua"), url, ...scripted]]
     : [process.execPath, [join(here, "_autocannon.mjs"), JSON.stringify({ url, connections, seconds, timeoutS, latency2xx, rate })]];
   return new Promise((resolve, reject) => {
     const child = track(spawn("taskset", ["-c", LOAD_CORE, exe, ...argv], { cwd: root, stdio: ["ignore", "pipe", "pipe"] }));
     let out = "";
     child.stdout.on("data", (c) => (out += c));
     child.stderr.on("data", (c) => (out += c));
-    const timer = setTimeout(() => process.kill(child.pid, "SIGKILL"), (seconds + timeoutS + 20) * 1000);
+    const timer = setTimeout(() => process.kill(child.pid, "SIGKILL"), (seconds + start / 1000 + timeoutS + 20) * 1000);
     child.once("exit", (code, signal) => {
       clearTimeout(timer);
       const line = out.split("\n").find((l) => l.startsWith("WRK "));
       if (!line) return reject(new Error(`load generator failed (${code ?? signal}):\n${out.slice(-2000)}`));
       const r = JSON.parse(line.slice(4));
-      r.seconds = r.durationUs / 1e6;
+      r.seconds = (r.durationUs - start * 1000) / 1e6;
       resolve(r);
     });
   });
+}
+
+/**
+ * Connections the kernel has established on 127.0.0.1:`port` that the server has not accepted
+ * yet: the listening socket's accept queue (rx_queue of its LISTEN line in /proc/net/tcp).
+ * Undefined where /proc/net/tcp cannot be read or has no such line.
+ */
+export function acceptBacklog(port) {
+  let text;
+  try {
+    text = readFileSync("/proc/net/tcp", "utf8");
+  } catch {
+    return undefined;
+  }
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, "0")}`;
+  for (const line of text.split("\n")) {
+    const f = line.trim().split(/\s+/);
+    if (f[1] === local && f[3] === "0A") return parseInt(f[4].split(":")[1], 16);
+  }
+  return undefined;
+}
+
+/**
+ * Samples acceptBacklog(port) every `everyMs` until stopped; `stop()` returns the mean and
+ * the largest sample (undefined when nothing could be read).
+ */
+export function sampleBacklog(port, everyMs = 250) {
+  const samples = [];
+  const timer = setInterval(() => {
+    const n = acceptBacklog(port);
+    if (n !== undefined) samples.push(n);
+  }, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      if (samples.length === 0) return undefined;
+      return { mean: samples.reduce((a, b) => a + b, 0) / samples.length, max: Math.max(...samples) };
+    },
+  };
 }
 
 /** Percentile (0..100) of a [[valueUs, count], …] histogram. */

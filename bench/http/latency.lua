@@ -12,17 +12,31 @@ local function now_us()
   return tonumber(ts.tv_sec) * 1000000 + math.floor(tonumber(ts.tv_nsec) / 1000)
 end
 
--- Pacing (`wrk … url -- <rate>`): requests are sent on a schedule of <rate> per second
--- across the thread's connections (a connection waits for its slot), so the offered load is
--- that rate rather than a closed loop — the "half of capacity" runs. Without it, no delay.
+-- Pacing (`wrk … url -- <rate> [<startMs>]`): requests are sent on a schedule of <rate> per
+-- second across the thread's connections (a connection waits for its slot), so the offered
+-- load is that rate rather than a closed loop — the "half of capacity" runs. "-" or 0: no
+-- pacing. <startMs>: every connection's first request waits until <startMs> after the first
+-- one was due, so an idle server accepts all the connections before any work arrives (Node
+-- accepts one connection per loop turn: under load it would leave some of them in the
+-- kernel's accept queue for the whole run, and face fewer clients than the others).
 local period_ms = nil
 local next_slot = 0
+local start_ms = 0
+local start_at = nil
 init = function(args)
-  if args[1] then period_ms = 1000 / tonumber(args[1]) end
+  if args[1] and args[1] ~= "-" and tonumber(args[1]) > 0 then period_ms = 1000 / tonumber(args[1]) end
+  if args[2] then start_ms = tonumber(args[2]) end
 end
 delay = function()
-  if not period_ms then return 0 end
   local now = now_us() / 1000
+  if not start_at then
+    start_at = now + start_ms
+    next_slot = start_at -- paced, the held first requests take their slots from the end of the hold
+  end
+  if not period_ms then
+    if now < start_at then return math.ceil(start_at - now) end
+    return 0
+  end
   if next_slot < now then next_slot = now end
   local d = next_slot - now
   next_slot = next_slot + period_ms

@@ -10,29 +10,44 @@
 // `--wait-sweep=50,100,…`: the queue's drop threshold (shedWaitMs) against goodput and
 // admitted p99 on the sync and async handlers → overload-wait.md; `--standing-sweep=50,100,…`:
 // the standing queue's bound (standingWaitMs) on the async and I/O handlers → overload-standing.md.
-import { cpuSeconds, histMax, histPercentile, load, median, sleep, startServer, stopServer, undisturbed } from "./_lib.mjs";
+import { cpuSeconds, histMax, histPercentile, load, median, sampleBacklog, sleep, startServer, stopServer, undisturbed } from "./_lib.mjs";
 import { barChart, envBlock, fmt, table } from "./_report.mjs";
 
 const CONNECTIONS = 256;
 /** Connections of the paced half-capacity runs (enough for the I/O handler's 20 ms at half its rate). */
 const PACED_CONNECTIONS = 64;
 const HANDLERS = [["/burn", "sync"], ["/burn-async", "async"], ["/io", "io"]];
+/**
+ * How long every connection's first request is held (latency.lua), so that the server, idle,
+ * accepts all the connections before the load starts. Node accepts one connection per loop
+ * turn: without the hold, a subject whose loop turns are long (the unprotected server, the
+ * 15-line cap) still had 20–120 of the 256 connections in the kernel's accept queue after
+ * 10 s (measured, 2026-12-03), so it faced fewer clients than a subject that accepts them all.
+ * `--accept-hold-ms=0` runs without it.
+ */
+const ACCEPT_HOLD_MS = 1000;
 
 /** One measured run of a case: warm-up, pause, measured load (closed loop, or paced at `rate`). */
-async function measure(gen, c, { warmS, seconds, unloadedS, rate, env }) {
+async function measure(gen, c, { warmS, seconds, unloadedS, rate, env, holdMs = ACCEPT_HOLD_MS }) {
   const server = await startServer(c.rt, c.file, c.args, { env });
   try {
     const unloaded = c.connections === 1;
-    await load(gen, { port: server.port, path: c.path, connections: c.connections, seconds: unloaded ? 1 : warmS, timeoutS: 30, rate });
+    const startMs = unloaded ? 0 : holdMs;
+    await load(gen, { port: server.port, path: c.path, connections: c.connections, seconds: unloaded ? 1 : warmS, timeoutS: 30, rate, startMs });
     // What the warm-up left queued in the kernel is served (to closed sockets) before we measure.
     if (!unloaded) await sleep(1000);
     const measureS = unloaded ? unloadedS : seconds;
     const { result: [r, cpu], noise } = await undisturbed(measureS, async () => {
+      const loading = load(gen, { port: server.port, path: c.path, connections: c.connections, seconds: measureS, timeoutS: 30, latency2xx: true, rate, startMs });
+      // The CPU and the accept queue are read from when the held requests go (accepting is not the run).
+      if (startMs > 0) await sleep(startMs);
       const cpu0 = cpuSeconds(server.pid);
-      const r = await load(gen, { port: server.port, path: c.path, connections: c.connections, seconds: measureS, timeoutS: 30, latency2xx: true, rate });
+      const backlog = sampleBacklog(server.port);
+      const r = await loading;
       const cpu = cpuSeconds(server.pid) - cpu0;
+      const accept = backlog.stop();
       if (!unloaded) await sleep(1000); // a repeat starts from a drained queue too
-      return [r, cpu];
+      return [{ ...r, accept }, cpu];
     }, `${c.rt} ${c.kind} ${c.id}`);
     return {
       noise,
@@ -46,6 +61,8 @@ async function measure(gen, c, { warmS, seconds, unloadedS, rate, env }) {
       // Requests sent ≥ 1 s into the run: without those of connections accepted late (see latency.lua).
       p99SteadyUs: histPercentile(r.okHistSteadyUs ?? [], 99),
       maxUs: histMax(r.okHistUs),
+      // Connections wrk opened that the server had not accepted yet (the kernel's accept queue), mean over the run.
+      notAccepted: r.accept?.mean,
       rps: r.requests / r.seconds,
       cpuShare: cpu / r.seconds,
       rate,
@@ -60,12 +77,14 @@ const logRun = (run, c, m) =>
     `  run ${run} ${c.rt.padEnd(4)} ${c.kind.padEnd(5)} ${c.label.padEnd(50)} 2xx ${fmt.int(m.goodput).padStart(5)}/s  503 ${fmt.pct(m.share503).padStart(4)}  ` +
       `2xx p50 ${fmt.ms(m.p50Us)} p99 ${fmt.ms(m.p99Us)} (after 1 s ${fmt.ms(m.p99SteadyUs)}) max ${fmt.ms(m.maxUs)} ms  (all ${fmt.int(m.rps)}/s, server CPU ${fmt.pct(m.cpuShare)})` +
       (m.rate ? `  paced at ${fmt.int(m.rate)}/s` : "") + (m.errors || m.other ? `  errors ${m.errors}, other ${m.other}` : "") +
+      (m.notAccepted >= 1 ? `  not accepted ${fmt.int(m.notAccepted)} (mean)` : "") +
       (m.noise >= 0.1 ? `  (others used ${Math.round(m.noise * 100)}% of a core)` : ""),
   );
 
-export async function overload({ runs, runtimes, quick, gen, env, limit, waitSweep, standingSweep }) {
-  if (waitSweep) return waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds: waitSweep, sweep: SWEEPS.wait });
-  if (standingSweep) return waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds: standingSweep, sweep: SWEEPS.standing });
+export async function overload({ runs, runtimes, quick, gen, env, limit, waitSweep, standingSweep, acceptHoldMs = ACCEPT_HOLD_MS }) {
+  const holdMs = gen.kind === "wrk" ? acceptHoldMs : 0;
+  if (waitSweep) return waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds: waitSweep, sweep: SWEEPS.wait, holdMs });
+  if (standingSweep) return waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds: standingSweep, sweep: SWEEPS.standing, holdMs });
   const warmS = 1;
   const seconds = quick ? 3 : 4;
   const unloadedS = quick ? 2 : 3;
@@ -91,14 +110,14 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
     for (const c of cases) {
       // Half of capacity: half the unprotected server's 2xx/s in this same round.
       const rate = c.id === "half" ? find(c.rt, c.path, "none").runs[run - 1].goodput / 2 : undefined;
-      const m = await measure(gen, c, { warmS, seconds, unloadedS, rate, env: c.env });
+      const m = await measure(gen, c, { warmS, seconds, unloadedS, rate, env: c.env, holdMs });
       c.runs.push(m);
       logRun(run, c, m);
     }
   }
   // Ratios inside each round (the case ÷ its reference in the same round), then medians.
   for (const c of cases) {
-    for (const k of ["goodput", "share503", "p50Us", "p99Us", "p99SteadyUs", "maxUs", "rps", "cpuShare"]) c[k] = median(c.runs.map((m) => m[k]));
+    for (const k of ["goodput", "share503", "p50Us", "p99Us", "p99SteadyUs", "maxUs", "notAccepted", "rps", "cpuShare"]) c[k] = median(c.runs.map((m) => m[k]));
     const none = find(c.rt, c.path, "none"), unloaded = find(c.rt, c.path, "unloaded");
     c.goodputShare = median(c.runs.map((m, i) => m.goodput / none.runs[i].goodput));
     c.p99VsUnloaded = median(c.runs.map((m, i) => m.p99Us / unloaded.runs[i].p99Us));
@@ -137,7 +156,9 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
     `Overload: wrk -t1 -c${CONNECTIONS} (closed loop: a refused connection asks again at once, so offered load is far above 4× capacity for the CPU handlers), ${warmS} s warm-up, 1 s pause, ${seconds} s measured.`,
     `Half of capacity: serve-hygiene with the same defaults, wrk paced (latency.lua's schedule) at half the unprotected server's 2xx/s of the same round, ${PACED_CONNECTIONS} connections; its "goodput share" is 2xx/s ÷ the offered rate.`,
     `Unloaded: the unprotected server with 1 connection, ${unloadedS} s. Latency is timed per 2xx response by wrk (bench/http/latency.lua: each request carries its send time, the server echoes it), so p50/p99/max cover admitted requests only.`,
-    `"p99 after 1 s" covers the requests sent 1 s or more into the measured run. wrk opens its ${CONNECTIONS} connections at once; Node accepts one connection per event-loop turn (libuv), so while its loop is busy the last connections wait in the kernel's accept queue for up to a second, and their first requests carry that wait. The targets are judged on the whole run's p99; the second figure shows how much of it is that start.`,
+    holdMs > 0
+      ? `wrk opens its ${CONNECTIONS} connections at once and holds each one's first request ${holdMs} ms (latency.lua), so the server, still idle, accepts them all before the load starts; the figures cover the ${seconds} s after the hold. Without it, Node (which accepts one connection per event-loop turn) left a subject with long loop turns — the unprotected server, the 15-line cap — with 20–120 of the connections still in the kernel's accept queue after 10 s: those subjects faced fewer clients than serve-hygiene, whose short turns accept them all within half a second. "not accepted" is that queue's mean length over the measured run (/proc/net/tcp). "p99 after 1 s" covers the requests sent 1 s or more into the measured run.`
+      : `"p99 after 1 s" covers the requests sent 1 s or more into the measured run. wrk opens its ${CONNECTIONS} connections at once (no hold: --accept-hold-ms=0); Node accepts one connection per event-loop turn (libuv), so while its loop is busy the last connections wait in the kernel's accept queue, and their first requests carry that wait; "not accepted" is that queue's mean length over the measured run (/proc/net/tcp). The targets are judged on the whole run's p99; the second figure shows how much of it is that start.`,
     `Goodput share = 2xx/s ÷ the unprotected server's 2xx/s on the same runtime and handler, taken in each round, median over ${runs} round(s); p99 ÷ unloaded likewise. Server pinned to core 1, wrk to core 0.`,
     `serve-hygiene runs with its defaults and no tuning: the adaptive concurrency limit, the admission queue (shedWaitMs 500, adaptive LIFO, standingWaitMs 100), the load monitor's defaults.`,
     "",
@@ -153,11 +174,11 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
       md.push(`## ${rt} — ${kind} (\`${path}\`)`, "");
       md.push(
         table(
-          ["server", "2xx/s", "goodput share", "503 share", "2xx p50 ms", "2xx p99 ms", "p99 after 1 s", "2xx max ms", "p99 ÷ unloaded", "server CPU"],
+          ["server", "2xx/s", "goodput share", "503 share", "2xx p50 ms", "2xx p99 ms", "p99 after 1 s", "2xx max ms", "p99 ÷ unloaded", "not accepted", "server CPU"],
           cases.filter((c) => c.rt === rt && c.path === path).map((c) => [
             c.label + (c.errors ? ` (${c.errors} errors/other statuses)` : ""),
             fmt.int(c.goodput), c.id === "unloaded" ? "—" : fmt.share(c.goodputShare), fmt.pct(c.share503),
-            fmt.ms(c.p50Us), fmt.ms(c.p99Us), fmt.ms(c.p99SteadyUs), fmt.ms(c.maxUs), fmt.share(c.p99VsUnloaded), fmt.pct(c.cpuShare),
+            fmt.ms(c.p50Us), fmt.ms(c.p99Us), fmt.ms(c.p99SteadyUs), fmt.ms(c.maxUs), fmt.share(c.p99VsUnloaded), c.notAccepted === undefined ? "—" : fmt.int(c.notAccepted), fmt.pct(c.cpuShare),
           ]),
         ),
         "",
@@ -228,7 +249,7 @@ const SWEEPS = {
  * the queue's wait bounds at each value, next to the unprotected server: the trade-off between
  * refusals (goodput) and how long an admitted request may have waited.
  */
-async function waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds, sweep }) {
+async function waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds, sweep, holdMs }) {
   const seconds = quick ? 3 : 4;
   const cases = [];
   const paths = sweep.paths;
@@ -242,7 +263,7 @@ async function waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds,
   }
   for (let run = 1; run <= runs; run++) {
     for (const c of cases) {
-      const m = await measure(gen, c, { warmS: 1, seconds, unloadedS: quick ? 2 : 3, env: c.env });
+      const m = await measure(gen, c, { warmS: 1, seconds, unloadedS: quick ? 2 : 3, env: c.env, holdMs });
       c.runs.push(m);
       logRun(run, c, m);
     }
@@ -257,7 +278,7 @@ async function waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds,
   const md = [
     `# Part 2 — ${sweep.title}`,
     "",
-    `${sweep.text[0]}, wrk -t1 -c${CONNECTIONS} closed loop, ${seconds} s measured after a 1 s warm-up and a 1 s pause; ratios taken in each round, median of ${runs} round(s).`,
+    `${sweep.text[0]}, wrk -t1 -c${CONNECTIONS} closed loop, ${seconds} s measured after a 1 s warm-up and a 1 s pause${holdMs > 0 ? ` (each run holds every connection's first request ${holdMs} ms so the idle server accepts them all first; see overload.md)` : ""}; ratios taken in each round, median of ${runs} round(s).`,
     ...sweep.text.slice(1),
     "",
     envBlock(env, `Library: ${env.current}.`),

@@ -5,6 +5,8 @@
 //   overload also takes --limit=N (a fixed concurrency limit instead of the adaptive default) and
 //   --wait-sweep=50,100,… (the admission queue's drop threshold, written to overload-wait.md instead)
 //   --standing-sweep=50,100,… (its bound once it stands, written to overload-standing.md instead)
+//   --accept-hold-ms=N (how long each connection's first request is held so the idle server
+//   accepts every connection before the load starts; default 1000, 0: no hold)
 //   step: overload → half of capacity, the limit and the share over time (overload-step.{md,svg})
 //   --busy: do not wait for a quiet machine (a shared box never is); figures still go to results,
 //   each run's disturbance is printed, and the report says the machine was busy
@@ -54,6 +56,7 @@ const opts = {
   ...(flag("limit") === undefined ? {} : { limit: Number(flag("limit")) }),
   ...(flag("wait-sweep") === undefined ? {} : { waitSweep: flag("wait-sweep").split(",").map(Number) }),
   ...(flag("standing-sweep") === undefined ? {} : { standingSweep: flag("standing-sweep").split(",").map(Number) }),
+  ...(flag("accept-hold-ms") === undefined ? {} : { acceptHoldMs: Number(flag("accept-hold-ms")) }),
 };
 if (opts.runs < 1) throw new Error("--runs must be at least 1");
 

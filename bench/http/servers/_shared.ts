@@ -239,7 +239,7 @@ export async function serveLib(serve: Serve, limit: number | undefined): Promise
     const t0 = performance.now();
     const trace = setInterval(() => {
       const { concurrency, load } = handle.guard;
-      console.error(`TRACE ${JSON.stringify({ t: Math.round(performance.now() - t0), limit: concurrency.limit, inFlight: concurrency.inFlight, waiting: concurrency.waiting, share: load?.admitShare ?? 1, delay: load?.smoothedDelayMs ?? 0, denied })}`);
+      console.error(`TRACE ${JSON.stringify({ t: Math.round(performance.now() - t0), limit: concurrency.limit, inFlight: concurrency.inFlight, waiting: concurrency.waiting, turn: handle.guard.waitingForTurn, share: load?.admitShare ?? 1, delay: load?.smoothedDelayMs ?? 0, denied })}`);
     }, 50);
     void handle.finished.finally(() => clearInterval(trace));
   }
