@@ -18,11 +18,15 @@ end
 -- pacing. <startMs>: every connection's first request waits until <startMs> after the first
 -- one was due, so an idle server accepts all the connections before any work arrives (Node
 -- accepts one connection per loop turn: under load it would leave some of them in the
--- kernel's accept queue for the whole run, and face fewer clients than the others).
+-- kernel's accept queue for the whole run, and face fewer clients than the others). Unpaced,
+-- the held requests then go over the next SPREAD_MS at random, as clients that arrive at
+-- their own times (all at one instant, they would stay in step: refused together, back together).
 local period_ms = nil
 local next_slot = 0
 local start_ms = 0
 local start_at = nil
+local SPREAD_MS = 500
+local first_us = nil -- when the run's first request was due (the end of the hold)
 init = function(args)
   if args[1] and args[1] ~= "-" and tonumber(args[1]) > 0 then period_ms = 1000 / tonumber(args[1]) end
   if args[2] then start_ms = tonumber(args[2]) end
@@ -32,9 +36,11 @@ delay = function()
   if not start_at then
     start_at = now + start_ms
     next_slot = start_at -- paced, the held first requests take their slots from the end of the hold
+    -- The run starts when the held requests go (wrk may call request() once at setup, earlier).
+    first_us = math.floor(start_at * 1000)
   end
   if not period_ms then
-    if now < start_at then return math.ceil(start_at - now) end
+    if now < start_at then return math.ceil(start_at - now + math.random() * SPREAD_MS) end
     return 0
   end
   if next_slot < now then next_slot = now end
@@ -50,7 +56,6 @@ end
 hist = {}
 steady = {}
 ok, refused, other, untimed = 0, 0, 0, 0
-local first_us = nil
 local STEADY_AFTER_US = 1000000
 
 request = function()
