@@ -212,14 +212,19 @@ function useAutocannon(why) {
  * LOAD_CORE. `latency2xx` times 2xx responses one by one (latency.lua); otherwise wrk's
  * own summary (summary.lua). Resolves with the parsed one-line JSON summary.
  */
+/**
+ * The hold `load()` applies for `startMs`: whole seconds (wrk's -d takes no fractions), and none
+ * under autocannon (no such hook). A caller that waits out the hold waits this long.
+ */
+export const heldMs = (gen, startMs = 0) => (gen.kind === "wrk" && startMs > 0 ? Math.ceil(startMs / 1000) * 1000 : 0);
+
 export function load(gen, { port, path = "/", connections, seconds, timeoutS = 10, latency2xx = false, rate, startMs = 0 }) {
   const url = `http://127.0.0.1:${port}${path}`;
   // `rate` (requests/s over all connections) paces the load instead of a closed loop;
   // `startMs` holds every connection's first request that long, so the server accepts all the
   // connections before the load starts; the run lasts that much longer, and the figures cover
   // the `seconds` after it (latency.lua only; autocannon has no such hold).
-  // (Whole seconds: wrk's -d takes no fractions.)
-  const start = gen.kind === "wrk" && startMs > 0 ? Math.ceil(startMs / 1000) * 1000 : 0;
+  const start = heldMs(gen, startMs);
   const scripted = rate !== undefined || start > 0 ? ["--", rate === undefined ? "-" : String(Math.max(1, Math.round(rate))), String(start)] : [];
   const [exe, argv] = gen.kind === "wrk"
     ? [gen.path, ["-t1", `-c${connections}`, `-d${(seconds * 1000 + start) / 1000}s`, `--timeout`, `${timeoutS}s`, "-s", join(here, latency2xx || scripted.length > 0 ? "latency.lua" : "summary.lua"), url, ...scripted]]

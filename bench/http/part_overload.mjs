@@ -10,7 +10,7 @@
 // `--wait-sweep=50,100,…`: the queue's drop threshold (shedWaitMs) against goodput and
 // admitted p99 on the sync and async handlers → overload-wait.md; `--standing-sweep=50,100,…`:
 // the standing queue's bound (standingWaitMs) on the async and I/O handlers → overload-standing.md.
-import { cpuSeconds, histMax, histPercentile, load, median, sampleBacklog, sleep, startServer, stopServer, undisturbed } from "./_lib.mjs";
+import { cpuSeconds, heldMs, histMax, histPercentile, load, median, sampleBacklog, sleep, startServer, stopServer, undisturbed } from "./_lib.mjs";
 import { barChart, envBlock, fmt, table } from "./_report.mjs";
 
 const CONNECTIONS = 256;
@@ -21,14 +21,15 @@ const HANDLERS = [["/burn", "sync"], ["/burn-async", "async"], ["/io", "io"]];
  * How long every connection's first request is held (latency.lua), so that the server, idle,
  * accepts all the connections before the load starts. Node accepts one connection per loop
  * turn: without the hold, a subject whose loop turns are long (the unprotected server, the
- * 15-line cap) still had 20–120 of the 256 connections in the kernel's accept queue after
+ * 15-line cap) still had up to 120 of the 256 connections in the kernel's accept queue after
  * 10 s (measured, 2026-12-03), so it faced fewer clients than a subject that accepts them all.
  * `--accept-hold-ms=0` runs without it.
  */
 const ACCEPT_HOLD_MS = 1000;
 
 /** One measured run of a case: warm-up, pause, measured load (closed loop, or paced at `rate`). */
-async function measure(gen, c, { warmS, seconds, unloadedS, rate, env, holdMs = ACCEPT_HOLD_MS }) {
+// `holdMs`: the hold load() applies (heldMs), already rounded to what the generator does.
+async function measure(gen, c, { warmS, seconds, unloadedS, rate, env, holdMs }) {
   const server = await startServer(c.rt, c.file, c.args, { env });
   try {
     const unloaded = c.connections === 1;
@@ -82,7 +83,7 @@ const logRun = (run, c, m) =>
   );
 
 export async function overload({ runs, runtimes, quick, gen, env, limit, waitSweep, standingSweep, acceptHoldMs = ACCEPT_HOLD_MS }) {
-  const holdMs = gen.kind === "wrk" ? acceptHoldMs : 0;
+  const holdMs = heldMs(gen, acceptHoldMs);
   if (waitSweep) return waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds: waitSweep, sweep: SWEEPS.wait, holdMs });
   if (standingSweep) return waitThresholdSweep({ runs, runtimes, quick, gen, env, thresholds: standingSweep, sweep: SWEEPS.standing, holdMs });
   const warmS = 1;
@@ -157,7 +158,7 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
     `Half of capacity: serve-hygiene with the same defaults, wrk paced (latency.lua's schedule) at half the unprotected server's 2xx/s of the same round, ${PACED_CONNECTIONS} connections; its "goodput share" is 2xx/s ÷ the offered rate.`,
     `Unloaded: the unprotected server with 1 connection, ${unloadedS} s. Latency is timed per 2xx response by wrk (bench/http/latency.lua: each request carries its send time, the server echoes it), so p50/p99/max cover admitted requests only.`,
     holdMs > 0
-      ? `wrk opens its ${CONNECTIONS} connections at once and holds each one's first request ${holdMs} ms (latency.lua), so the server, still idle, accepts them all before the load starts; the figures cover the ${seconds} s after the hold. Without it, Node (which accepts one connection per event-loop turn) left a subject with long loop turns — the unprotected server, the 15-line cap — with 20–120 of the connections still in the kernel's accept queue after 10 s: those subjects faced fewer clients than serve-hygiene, whose short turns accept them all within half a second. "not accepted" is that queue's mean length over the measured run (/proc/net/tcp). "p99 after 1 s" covers the requests sent 1 s or more into the measured run.`
+      ? `wrk opens its ${CONNECTIONS} connections at once and holds each one's first request ${holdMs} ms (latency.lua), so the server, still idle, accepts them all before the load starts; the figures cover the ${seconds} s after the hold. Without it, Node (which accepts one connection per event-loop turn) left a subject with long loop turns — the unprotected server, the 15-line cap — with up to 120 of the connections still in the kernel's accept queue after 10 s: those subjects faced fewer clients than serve-hygiene, whose short turns accept them all within half a second. "not accepted" is that queue's mean length over the measured run (/proc/net/tcp). "p99 after 1 s" covers the requests sent 1 s or more into the measured run.`
       : `"p99 after 1 s" covers the requests sent 1 s or more into the measured run. wrk opens its ${CONNECTIONS} connections at once (no hold: --accept-hold-ms=0); Node accepts one connection per event-loop turn (libuv), so while its loop is busy the last connections wait in the kernel's accept queue, and their first requests carry that wait; "not accepted" is that queue's mean length over the measured run (/proc/net/tcp). The targets are judged on the whole run's p99; the second figure shows how much of it is that start.`,
     `Goodput share = 2xx/s ÷ the unprotected server's 2xx/s on the same runtime and handler, taken in each round, median over ${runs} round(s); p99 ÷ unloaded likewise. Server pinned to core 1, wrk to core 0.`,
     `serve-hygiene runs with its defaults and no tuning: the adaptive concurrency limit, the admission queue (shedWaitMs 500, adaptive LIFO, standingWaitMs 100), the load monitor's defaults.`,
