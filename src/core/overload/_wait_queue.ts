@@ -49,8 +49,15 @@ export class _WaitQueue {
    * admit it). `standingWaitMs` bounds the wait of a waiter admitted while the queue stands
    * (Infinity: no bound but `maxWaitMs`; then `take` returns a waiter whenever one waits).
    */
-  constructor(clock: Clock, maxWaitMs: number, lifoAfterMs: number, onDue: (now: number) => void = () => {}, standingWaitMs = Infinity) {
+  readonly #timed: boolean;
+
+  /**
+   * `timed` false: the queue arms no timer of its own, and the owner calls {@linkcode expire}
+   * (the turn queue does at every slice, and keeps a timer only while its slices are held).
+   */
+  constructor(clock: Clock, maxWaitMs: number, lifoAfterMs: number, onDue: (now: number) => void = () => {}, standingWaitMs = Infinity, timed = true) {
     this.#clock = clock;
+    this.#timed = timed;
     this.#maxWaitMs = maxWaitMs;
     this.#lifoAfterMs = lifoAfterMs;
     this.#onDue = onDue;
@@ -72,7 +79,12 @@ export class _WaitQueue {
     if (this.#count === 0 && w.at - this.#droppedAt >= this.#lifoAfterMs) this.#emptyAt = w.at;
     this.#items.push(w);
     this.#count++;
-    if (this.#timer === undefined) this.#arm(w.at);
+    if (this.#timed && this.#timer === undefined) this.#arm(w.at);
+  }
+
+  /** When the oldest live waiter joined, or undefined when none waits. */
+  oldestAt(): number | undefined {
+    return this.#oldest()?.at;
   }
 
   /**

@@ -133,4 +133,53 @@ describe("turn queue", () => {
     assert.deepEqual(log, ["refuse a"]);
     assert.equal(queue.length, 0);
   });
+
+  test("turn queue: no timer while slices run; held, a timer still refuses each waiter whose wait is up, without a wake", async () => {
+    const clock = createTurnClock();
+    // The turn clock's timers never fire: these are recorded and fired by hand.
+    const timers: { fn: () => void; at: number; live: boolean }[] = [];
+    clock.setTimeout = (fn, ms) => {
+      const entry = { fn, at: clock.t + ms, live: true };
+      timers.push(entry);
+      return { cancel: () => void (entry.live = false) };
+    };
+    const live = () => timers.filter((e) => e.live).length;
+    const fireDue = () => {
+      for (const e of [...timers]) {
+        if (e.live && e.at <= clock.t) {
+          e.live = false;
+          e.fn();
+        }
+      }
+    };
+    let pace = true;
+    const queue = new _TurnQueue(clock, 100, 16, () => pace);
+    const log: string[] = [];
+    pace = false;
+    queue.push(waiter(log, "a", clock.t));
+    assert.equal(live(), 0, "a slice is scheduled: it refuses what is due, no timer needed");
+    clock.runImmediates();
+    await flushMicrotasks();
+    assert.equal(live(), 1, "held: one timer, for the oldest waiter");
+    clock.t += 99;
+    fireDue();
+    assert.deepEqual(log, []);
+    clock.t += 1;
+    fireDue();
+    assert.deepEqual(log, ["refuse a"], "refused at its wait bound, with no wake");
+    assert.equal(queue.length, 0);
+    queue.push(waiter(log, "b", clock.t));
+    assert.equal(clock.pendingImmediates, 0, "still held: no slice");
+    assert.equal(live(), 1, "a waiter that arrives while held gets the timer");
+    clock.t += 100;
+    fireDue();
+    assert.deepEqual(log, ["refuse a", "refuse b"]);
+    queue.push(waiter(log, "c", clock.t));
+    pace = true;
+    queue.wake();
+    assert.equal(live(), 0, "woken: the timer goes, slices take over");
+    clock.runImmediates();
+    await flushMicrotasks();
+    assert.deepEqual(log, ["refuse a", "refuse b", "start c"]);
+  });
 });
