@@ -42,18 +42,14 @@ export class _WaitQueue {
   /** When the standing bound last emptied the queue (an empty queue that has not drained), or -Infinity. */
   #droppedAt = -Infinity;
   #timer: TimerHandle | undefined = undefined;
+  #timed: boolean;
   readonly #onDue: (now: number) => void;
 
   /**
    * `onDue` runs when the oldest waiter's wait is up, before it is refused (the owner may still
    * admit it). `standingWaitMs` bounds the wait of a waiter admitted while the queue stands
    * (Infinity: no bound but `maxWaitMs`; then `take` returns a waiter whenever one waits).
-   */
-  readonly #timed: boolean;
-
-  /**
-   * `timed` false: the queue arms no timer of its own, and the owner calls {@linkcode expire}
-   * (the turn queue does at every slice, and keeps a timer only while its slices are held).
+   * `timed`: see {@linkcode timed}.
    */
   constructor(clock: Clock, maxWaitMs: number, lifoAfterMs: number, onDue: (now: number) => void = () => {}, standingWaitMs = Infinity, timed = true) {
     this.#clock = clock;
@@ -82,9 +78,25 @@ export class _WaitQueue {
     if (this.#timed && this.#timer === undefined) this.#arm(w.at);
   }
 
-  /** When the oldest live waiter joined, or undefined when none waits. */
-  oldestAt(): number | undefined {
-    return this.#oldest()?.at;
+  /**
+   * Whether the queue keeps its one timer, for the oldest waiter's wait bound. Off, it arms
+   * none and the owner calls {@linkcode expire} (the turn queue does at every slice, and turns
+   * the timer on only while its slices are held).
+   */
+  get timed(): boolean {
+    return this.#timed;
+  }
+
+  set timed(on: boolean) {
+    if (on === this.#timed) return;
+    this.#timed = on;
+    if (!on) {
+      this.#timer?.cancel();
+      this.#timer = undefined;
+      return;
+    }
+    const oldest = this.#oldest();
+    if (oldest !== undefined) this.#arm(oldest.at);
   }
 
   /**
@@ -191,7 +203,7 @@ export class _WaitQueue {
       this.#onDue(now);
       this.expire(now);
       const oldest = this.#oldest();
-      if (oldest !== undefined) this.#arm(oldest.at);
+      if (oldest !== undefined && this.#timed) this.#arm(oldest.at);
     }, due);
   }
 
