@@ -39,3 +39,18 @@ export function collectGarbage(): boolean {
   _gc();
   return true;
 }
+
+/**
+ * How many of `refs` a forced full collection reclaims. WeakRef targets stay alive until the
+ * current job ends, so this first lets the job end (one turn of the event loop, no sleeping).
+ * Throws where the runtime gives no way to force a collection, rather than pass unchecked.
+ * Count rather than require all: Bun's collector scans the stack conservatively, so a stray
+ * pointer may keep one or two alive.
+ */
+export async function reclaimed(refs: readonly WeakRef<object>[]): Promise<number> {
+  for (let i = 0; i < 2; i++) {
+    await new Promise((resolve) => setImmediate(resolve));
+    if (!collectGarbage()) throw new Error("this runtime gives the test no way to force a collection");
+  }
+  return refs.filter((r) => r.deref() === undefined).length;
+}

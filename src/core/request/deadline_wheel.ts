@@ -32,7 +32,7 @@ const _FRESH = "fresh";
 class _Entry implements TimerHandle {
   constructor(
     readonly fn: (arg: unknown) => void,
-    readonly arg: unknown,
+    public arg: unknown,
     /** The slot it fires in (the tick index). */
     readonly index: number,
     public slot: Set<_Entry> | typeof _FRESH | undefined,
@@ -45,6 +45,9 @@ class _Entry implements TimerHandle {
     // A fresh entry is only marked: the next tick drops it (no set to delete it from).
     if (slot !== _FRESH) slot.delete(this);
     this.slot = undefined;
+    // A cancelled fresh entry stays on the list until the next tick: it must not keep the
+    // request it was for (its admission, and all that holds) alive until then.
+    this.arg = undefined;
     this.onCancel();
   }
 }

@@ -1,7 +1,18 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createDeadlineWheel, createTimerDeadlines } from "../../../src/core/request/deadline_wheel.ts";
+import { createDeadlineWheel, createTimerDeadlines, type Deadlines } from "../../../src/core/request/deadline_wheel.ts";
 import { createManualClock } from "../../../src/testing/manual_clock.ts";
+import { reclaimed } from "../../support/memory.ts";
+
+// Schedules `n` deadlines, each for a request-sized object, and cancels them; returns only weak
+// references to the objects (a helper, so no local of the test keeps them).
+function cancelled(wheel: Deadlines, n: number): WeakRef<object>[] {
+  return Array.from({ length: n }, () => {
+    const request = { body: new Uint8Array(1024) };
+    wheel.schedule(1000, () => {}, undefined, request).cancel();
+    return new WeakRef(request);
+  });
+}
 
 describe("deadline wheel", () => {
   test("deadline wheel: a deadline fires within one tick after it, never before", () => {
@@ -27,6 +38,17 @@ describe("deadline wheel", () => {
     assert.equal(clock.pendingTimers, 1, "kept until its next tick, so quiet traffic does not churn timers");
     clock.advance(10);
     assert.equal(clock.pendingTimers, 0, "an idle wheel holds no timer");
+  });
+
+  test("deadline wheel: a deadline cancelled before the next tick (most requests end within one) no longer holds its request", async () => {
+    const clock = createManualClock();
+    const wheel = createDeadlineWheel({ clock, resolutionMs: 10 });
+    const refs = cancelled(wheel, 50);
+    assert.equal(clock.pendingTimers, 1, "no tick has run: the cancelled entries are still on the wheel's list");
+    const freed = await reclaimed(refs);
+    assert.ok(freed >= 45, `${freed} of 50 cancelled requests reclaimed`);
+    clock.advance(10);
+    assert.equal(wheel.pending, 0);
   });
 
   test("deadline wheel: a cancelled deadline never fires; cancelling twice is harmless", () => {
