@@ -33,8 +33,10 @@ export class _WaitQueue {
   readonly #lifoAfterMs: number;
   readonly #standingWaitMs: number;
   // A deque over an array: live waiters between #head and the end, oldest first; a waiter that
-  // left is a tombstone (live = false) until it reaches an end.
-  #items: _Waiter[] = [];
+  // left is a tombstone (live = false) until it reaches an end. Slots below #head are cleared
+  // as the head passes them: a waiter served or refused from the head must not stay reachable
+  // (with what it holds of its request) until the array is next compacted.
+  #items: (_Waiter | undefined)[] = [];
   #head = 0;
   #count = 0;
   /** When the queue last drained (it is "standing" once it has not for lifoAfterMs). */
@@ -120,7 +122,11 @@ export class _WaitQueue {
         return undefined;
       }
     } else {
-      do w = this.#items[this.#head++]; while (w !== undefined && !w.live);
+      const items = this.#items;
+      do {
+        w = items[this.#head];
+        items[this.#head++] = undefined;
+      } while (w !== undefined && !w.live);
     }
     this.#gone(w!, now);
     this.#trim();
@@ -158,12 +164,9 @@ export class _WaitQueue {
     for (;;) {
       const w = this.#items[this.#head];
       if (w === undefined) break;
-      if (!w.live) {
-        this.#head++;
-        continue;
-      }
-      if (now - w.at < this.#maxWaitMs) break;
-      this.#head++;
+      if (w.live && now - w.at < this.#maxWaitMs) break;
+      this.#items[this.#head++] = undefined;
+      if (!w.live) continue;
       this.#gone(w, now);
       w.settle("queue-timeout");
     }
@@ -173,6 +176,8 @@ export class _WaitQueue {
   #gone(w: _Waiter, now: number): void {
     w.live = false;
     w.detach?.();
+    // Its abort listener's hold on the request (a tombstone may wait a while to reach an end).
+    w.detach = undefined;
     this.#count--;
     if (this.#count === 0) {
       this.#emptyAt = now;

@@ -200,6 +200,25 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
     }
   };
 
+  // A waiter and its abort listener are built in scopes of their own: closures made in one
+  // scope share what it captured, so a waiter's `settle` would otherwise keep the signal (and
+  // with it the request) alive after the waiter left, for as long as the queue keeps its slot.
+  const waiter = (at: number, resolve: (p: Permit | Refusal) => void): _Waiter => ({
+    at,
+    live: true,
+    detach: undefined,
+    settle: (outcome) => resolve(typeof outcome === "number" ? new _Permit(release, outcome) : refusals[outcome]),
+  });
+  const listen = (w: _Waiter, signal: AbortSignalLike, resolve: (p: Permit | Refusal) => void) => {
+    const onAbort = () => {
+      if (!w.live) return;
+      queue.remove(w);
+      resolve(refusals.aborted);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    w.detach = () => signal.removeEventListener("abort", onAbort);
+  };
+
   const tryAcquire = (now?: number): Permit | Refusal => {
     if (inFlight >= limit) return refusals.shed;
     inFlight++;
@@ -226,21 +245,8 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
       if (signal?.aborted) return Promise.resolve(refusals.aborted);
       if (queue.length >= maxWaiting) return Promise.resolve(refusals["queue-full"]);
       return new Promise((resolve) => {
-        const w: _Waiter = {
-          at: clock.now(),
-          live: true,
-          detach: undefined,
-          settle: (outcome) => resolve(typeof outcome === "number" ? new _Permit(release, outcome) : refusals[outcome]),
-        };
-        if (signal !== undefined) {
-          const onAbort = () => {
-            if (!w.live) return;
-            queue.remove(w);
-            resolve(refusals.aborted);
-          };
-          signal.addEventListener("abort", onAbort, { once: true });
-          w.detach = () => signal.removeEventListener("abort", onAbort);
-        }
+        const w = waiter(clock.now(), resolve);
+        if (signal !== undefined) listen(w, signal, resolve);
         queue.push(w);
       });
     },

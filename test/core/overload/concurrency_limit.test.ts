@@ -1,9 +1,32 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createConcurrencyLimit, type Permit } from "../../../src/core/overload/concurrency_limit.ts";
+import { type AbortSignalLike, type ConcurrencyLimit, createConcurrencyLimit, type Permit, type Refusal } from "../../../src/core/overload/concurrency_limit.ts";
 import { createAdaptiveLimit } from "../../../src/core/overload/adaptive_limit.ts";
 import { createManualClock } from "../../../src/testing/manual_clock.ts";
 import { flushMicrotasks } from "../../support/flush.ts";
+import { reclaimed } from "../../support/memory.ts";
+
+/** A client-left signal that stands for what a waiting request holds (its request, its socket). */
+interface HeldSignal extends AbortSignalLike {
+  readonly held: Uint8Array;
+  leave(): void;
+}
+const heldSignal = (): HeldSignal => {
+  let listener: (() => void) | undefined;
+  return {
+    aborted: false,
+    held: new Uint8Array(1024),
+    addEventListener: (_type, fn) => void (listener = fn),
+    removeEventListener: () => {},
+    leave: () => listener?.(),
+  };
+};
+
+// `n` waiters, each with its own signal; only weak references to the signals come back.
+function wait(limit: ConcurrencyLimit, n: number): { refs: WeakRef<HeldSignal>[]; waits: (Promise<Permit | Refusal> | undefined)[] } {
+  const signals = Array.from({ length: n }, heldSignal);
+  return { refs: signals.map((s) => new WeakRef(s)), waits: signals.map((s) => limit.acquire(s)) };
+}
 
 describe("concurrency limit", () => {
   test("concurrency limit: the request past N is refused at once with a Retry-After hint", () => {
@@ -296,6 +319,29 @@ describe("concurrency limit", () => {
     pre.abort();
     limit.tryAcquire();
     assert.equal((await limit.acquire(pre.signal)).ok, false);
+  });
+
+  test("concurrency limit: a waiter served from the queue, or whose client left, no longer holds its request while others still wait", async () => {
+    const clock = createManualClock();
+    const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, clock });
+    let held = limit.tryAcquire() as Permit;
+    const { refs, waits } = wait(limit, 70);
+    // Ten clients leave from the middle of the queue: tombstones until they reach an end.
+    for (let i = 55; i < 65; i++) refs[i]!.deref()!.leave();
+    // Served oldest first (the queue is fresh): 50 waiters get a permit in turn, 10 still wait.
+    for (let i = 0; i < 50; i++) {
+      held.release();
+      held = (await waits[i]!) as Permit;
+      waits[i] = undefined;
+      assert.equal(held.ok, true);
+    }
+    assert.equal(limit.waiting, 10);
+    const served = await reclaimed(refs.slice(0, 50));
+    assert.ok(served >= 45, `${served} of 50 served waiters' requests reclaimed`);
+    const departed = await reclaimed(refs.slice(55, 65));
+    assert.ok(departed >= 8, `${departed} of 10 departed waiters' requests reclaimed`);
+    assert.ok(refs[50]!.deref() !== undefined && refs[69]!.deref() !== undefined, "a waiter still waiting keeps its own");
+    held.release();
   });
 
   test("concurrency limit: Infinity counts but never refuses", () => {
