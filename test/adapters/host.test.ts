@@ -35,7 +35,10 @@ describe(`host (${runtime})`, () => {
     const figure = () => (host.liveBytes ?? host.rss)()!;
     collect();
     const before = figure();
-    assert.ok(Number.isFinite(before) && before > 0 && before <= host.rss()!, `figure ${before}, rss ${host.rss()}`);
+    assert.ok(Number.isFinite(before) && before > 0, `figure ${before}`);
+    // Live memory is part of what is resident. (On Bun the figure is RSS itself: a second reading
+    // may be a few pages lower, as the collection it just ran hands pages back.)
+    if (host.liveBytes !== undefined) assert.ok(before <= host.rss()!, `figure ${before}, rss ${host.rss()}`);
     let hoard: Uint8Array[] = [];
     for (let i = 0; i < 1024; i++) hoard.push(new Uint8Array(65536).fill(i & 255)); // 64 MB in 64 KiB buffers
     const held = figure();
