@@ -2,7 +2,7 @@
 // and none tripping, against the same app behind one no-op middleware (Hono's own cost of a
 // middleware). The middleware is the guard's asynchronous path (Hono's `next()` is a promise):
 // the deadline armed, the answer a promise, the work tracked for a forced drain.
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { createFixedWindowLimiter, createSystemClock, type Host } from "../src/core/mod.ts";
 import { hygiene } from "../src/hono/mod.ts";
 import { measureAsync, report } from "./_harness.ts";
@@ -12,7 +12,7 @@ const request = new Request("http://localhost/");
 const env = { peer: { address: "127.0.0.1", port: 40000 } };
 // A Host whose RSS is far below the ceiling and whose signals never fire: every gate is on.
 const host: Host = { clock: createSystemClock(), rss: () => 50_000_000, onShutdownSignal: () => () => {} };
-const app = (middleware: Parameters<Hono["use"]>[0]) => new Hono().use(middleware).get("/", (c) => c.text("hello"));
+const app = (middleware: MiddlewareHandler) => new Hono().use(middleware).get("/", (c) => c.text("hello"));
 
 const noop = app(async (_c, next) => {
   await next();
