@@ -219,7 +219,9 @@ describe(`conformance (${runtime})`, () => {
   });
 
   test(`conformance (${runtime}): SIGTERM with requests in flight → readiness 503 at once, served through the pre-stop delay, then new connections refused, in-flight 200, flush, exit 0 clean`, async () => {
-    const { child, port, url } = await startServer({ TIMEOUT_MS: "2500", DRAIN_MS: "5000", PRESTOP_MS: "700" });
+    // The two 2 s requests must finish inside their deadline: 4 s leaves room for a loaded
+    // machine (at 2.5 s one of them got a 408 once while the whole suite ran).
+    const { child, port, url } = await startServer({ TIMEOUT_MS: "4000", DRAIN_MS: "5000", PRESTOP_MS: "700" });
     try {
       let inFlightDone = false;
       const inFlight = Promise.all([fetch(url("/slow?ms=2000")), fetch(url("/slow?ms=2000"))]).then(async (all) => {
