@@ -33,11 +33,11 @@ import {
   _deadlineGate,
 } from "./gates/mod.ts";
 import type { Guard, GuardedHandler, GuardOptions, ServeInfo } from "./guard_types.ts";
-import { _FETCH, type _Fetch, type _InfoHandler } from "./guarded_fetch.ts";
+import { _FETCH, type _Delivery, type _Fetch, type _InfoHandler } from "./guarded_fetch.ts";
 
 export type { Guard, GuardedHandler, GuardOptions, GuardWork, ServeInfo } from "./guard_types.ts";
 
-export { _guardedFetch, type _Fetch, type _InfoHandler } from "./guarded_fetch.ts";
+export { _guardedFetch, type _Delivery, type _DeliveringFetch, type _Fetch, type _InfoHandler } from "./guarded_fetch.ts";
 
 const TIMEOUT = () => new DOMException("The request deadline passed", "TimeoutError");
 const DEADLINE: GateRefusal = Object.freeze({ reason: "deadline", status: 408, close: true });
@@ -190,7 +190,9 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   // settles, unless a 408 or a forced drain answered first.
   // Only a handler that turned asynchronous is tracked for a forced drain and gets its
   // deadline armed (from its arrival, as gate 9 asked): nothing can interrupt synchronous code.
-  const run = (handler: _InfoHandler, a: _Admission, withInfo: boolean): Response | Promise<Response> => {
+  // With a delivery, the handler's fulfilled value is not its answer: `read` gives that, and
+  // the answer goes to `deliver` (the promise returned then resolves to nothing).
+  const run = (handler: _InfoHandler, a: _Admission, withInfo: boolean, delivery: _Delivery | undefined): Response | Promise<Response> => {
     let result: Response | Promise<Response>;
     try {
       result = withInfo ? handler(a.forward, a.view, a.info) : (handler as GuardedHandler)(a.forward, a.view);
@@ -200,11 +202,12 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     if (result instanceof Response) return outcome(a, result);
     live.push(a);
     if (a.timed) a.armOnce(a.startedAt);
+    if (delivery !== undefined) a.deliver = delivery.deliver;
     return new Promise<Response>((resolve) => {
-      a.resolve = resolve;
+      a.resolve = resolve as (res: Response | undefined) => void;
       Promise.resolve(result).then(
         (res) => {
-          const out = outcome(a, res);
+          const out = outcome(a, delivery === undefined ? res : delivery.read(a.info));
           // Already answered (408, or a forced drain's 503): nobody will read this body.
           if (!a.answer(out)) out.body?.cancel().catch(() => {});
         },
@@ -215,18 +218,20 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
 
   // Runs the gates from `i` on: synchronously until one answers with a promise (a shed wait),
   // then on from there once it settles. The first refusal ends the request, answered at once.
-  const pass = (handler: _InfoHandler, a: _Admission, list: readonly Gate[], i: number, withInfo: boolean): Response | Promise<Response> => {
+  const pass = (handler: _InfoHandler, a: _Admission, list: readonly Gate[], i: number, withInfo: boolean, delivery: _Delivery | undefined): Response | Promise<Response> => {
     for (; i < list.length; i++) {
       const v = list[i]!.admit(a);
       if (v === undefined) continue;
       if (typeof (v as PromiseLike<GateVerdict>).then === "function") {
         const gate = list[i]!;
         const next = i + 1;
-        return (v as Promise<GateVerdict>).then((r: GateVerdict) => (r === undefined ? pass(handler, a, list, next, withInfo) : denied(a, gate, r)));
+        const later = (v as Promise<GateVerdict>).then((r: GateVerdict) => (r === undefined ? pass(handler, a, list, next, withInfo, delivery) : denied(a, gate, r)));
+        // A refusal after the wait is delivered like any other asynchronous answer.
+        return delivery === undefined ? later : later.then((res) => (res === undefined ? res : void delivery.deliver(res, a.info)) as never);
       }
       return denied(a, list[i]!, v as GateRefusal);
     }
-    return run(handler, a, withInfo);
+    return run(handler, a, withInfo, delivery);
   };
   const denied = (a: _Admission, gate: Gate, r: GateRefusal): Response => {
     a.release();
@@ -234,10 +239,10 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   };
 
   const exempt = _exemptMatcher(o.exempt, what);
-  const serving = (handler: _InfoHandler, withInfo: boolean): _Fetch =>
+  const serving = (handler: _InfoHandler, withInfo: boolean, delivery?: _Delivery): _Fetch =>
     function guarded(request: Request, info?: ServeInfo): Response | Promise<Response> {
       const a = new _Admission(admissionHost, request, info, clock.now(), config.requestTimeoutMs);
-      return pass(handler, a, exempt !== undefined && exempt(request) ? exemptGates : gates, 0, withInfo);
+      return pass(handler, a, exempt !== undefined && exempt(request) ? exemptGates : gates, 0, withInfo, delivery);
     };
   const wrap = (handler: GuardedHandler) => {
     const fetch = serving(handler, false);

@@ -7,6 +7,19 @@ import type { GuardedInfo } from "./request/request_context.ts";
 export type _Fetch = (request: Request, info?: ServeInfo) => Response | Promise<Response>;
 /** A guarded handler that may also take the adapter's info (hygiene() reads its Hono context there). */
 export type _InfoHandler = (request: Request, view: GuardedInfo, info: ServeInfo | undefined) => Response | Promise<Response>;
+/**
+ * How a handler that answers elsewhere than in its return value hands its answer over
+ * (hygiene(): Hono's chain answers in its context). `read` takes the handler's answer once its
+ * promise fulfilled; `deliver` puts the guard's answer back, synchronously, before the guard's
+ * promise settles — which then resolves to nothing. Saves the two promises a request that
+ * mapping the chain's promise to its response and back would cost.
+ */
+export interface _Delivery {
+  read(info: ServeInfo | undefined): unknown;
+  deliver(res: Response, info: ServeInfo | undefined): void;
+}
+/** A fetch whose asynchronous answers were delivered (see {@linkcode _Delivery}). */
+export type _DeliveringFetch = (request: Request, info?: ServeInfo) => Response | Promise<void>;
 /** Where a guard keeps its serving fetch (internal). */
 export const _FETCH: unique symbol = Symbol("serve-hygiene.fetch") as never;
 
@@ -26,9 +39,13 @@ export const _FETCH: unique symbol = Symbol("serve-hygiene.fetch") as never;
  * guard.dispose();
  * ```
  */
-export function _guardedFetch(guard: Guard, handler: _InfoHandler, withInfo = false): _Fetch {
-  const serving = (guard as { [_FETCH]?: (handler: _InfoHandler, withInfo: boolean) => _Fetch })[_FETCH];
-  if (serving !== undefined) return serving(handler, withInfo);
-  // A guard built elsewhere (another copy of the package): its public wrap.
+export function _guardedFetch(guard: Guard, handler: _InfoHandler, withInfo?: boolean): _Fetch;
+export function _guardedFetch(guard: Guard, handler: _InfoHandler, withInfo: true, delivery: _Delivery): _DeliveringFetch;
+export function _guardedFetch(guard: Guard, handler: _InfoHandler, withInfo = false, delivery?: _Delivery): _Fetch | _DeliveringFetch {
+  const serving = (guard as { [_FETCH]?: (handler: _InfoHandler, withInfo: boolean, delivery?: _Delivery) => _Fetch })[_FETCH];
+  if (serving !== undefined) return serving(handler, withInfo, delivery);
+  // A guard built elsewhere (another copy of the package): its public wrap. A delivery is
+  // asked for only with a guard of this copy (hygiene() builds its own).
+  if (delivery !== undefined) throw new TypeError("A delivering fetch needs a guard built by this copy of serve-hygiene");
   return guard.wrap(withInfo ? (request, view) => handler(request, view, undefined) : (handler as GuardedHandler));
 }

@@ -54,25 +54,37 @@ class _HonoInfo {
  */
 export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddleware {
   const guard = createGuard(options, host);
-  // Built once: the request's Hono context and `next` travel in the info it is called with.
-  // Neither function is async: each would cost a promise a request on top of Hono's own.
-  const guarded = _guardedFetch(guard, (request, view, info) => {
-    const { c, next } = info as _HonoInfo;
-    // The guarded request carries the capped body stream (when one applies); Hono reads c.req.raw.
-    if (request !== c.req.raw) c.req.raw = request;
-    (c as _WithContext)[CONTEXT_KEY] = view.context;
-    return next().then(() => c.res);
-  }, true);
-  // Only a refusal replaces the response: Hono's res setter rebuilds the response it is
-  // given, which would turn the app's own answer into a stream-bodied copy.
+  // Only a refusal or a changed answer replaces the response: Hono's res setter rebuilds the
+  // response it is given, which would turn the app's own answer into a stream-bodied copy.
   const answer = (c: Parameters<MiddlewareHandler>[0], res: Response) => {
     if (res !== c.res) c.res = res;
   };
+  // Built once: the request's Hono context and `next` travel in the info it is called with.
+  // The chain answers in its context, not in `next()`'s value: the guard reads the answer
+  // there and puts its own back there (a delivery), so a request costs no promise beyond
+  // Hono's own and the guard's.
+  const guarded = _guardedFetch(
+    guard,
+    (request, view, info) => {
+      const { c, next } = info as _HonoInfo;
+      // The guarded request carries the capped body stream (when one applies); Hono reads c.req.raw.
+      if (request !== c.req.raw) c.req.raw = request;
+      (c as _WithContext)[CONTEXT_KEY] = view.context;
+      return next() as Promise<never>;
+    },
+    true,
+    {
+      read: (info) => (info as _HonoInfo).c.res,
+      deliver: (res, info) => answer((info as _HonoInfo).c, res),
+    },
+  );
   const middleware = function hygiene(c: Parameters<MiddlewareHandler>[0], next: Parameters<MiddlewareHandler>[1]): Promise<void> | undefined {
     const answered = guarded(c.req.raw, new _HonoInfo(c, next));
-    if (answered instanceof Promise) return answered.then((res) => answer(c, res));
-    answer(c, answered);
-    return undefined;
+    if (answered instanceof Response) {
+      answer(c, answered);
+      return undefined;
+    }
+    return answered;
   } as HygieneMiddleware;
   Object.defineProperty(middleware, "guard", { value: guard });
   return middleware;

@@ -57,6 +57,32 @@ describe(`hono middleware (${runtime})`, () => {
     assert.equal(mw.guard.inFlight, 0);
   });
 
+  test("hono: under hygiene() the route's own Response is the answer, not a copy; a 408 replaces it only when it comes first", async () => {
+    const clock = createManualClock();
+    const app = new Hono();
+    app.use(hygiene({ requestTimeoutMs: 1000, clock, loadMonitor: false }));
+    const built: Response[] = [];
+    const hold = deferred();
+    app.get("/", async (c) => {
+      if (c.req.query("wait") !== undefined) await hold.promise;
+      const res = new Response("mine", { headers: { "x-route": "1" } });
+      built.push(res);
+      return res;
+    });
+    const res = await app.request("/");
+    assert.equal(res, built[0], "the route's Response object itself");
+    assert.equal(await res.text(), "mine");
+    const late = app.request("/?wait");
+    await flushMicrotasks();
+    clock.advance(1000);
+    const timedOut = await late;
+    assert.equal(timedOut.status, 408);
+    hold.resolve();
+    await flushMicrotasks();
+    assert.equal(built.length, 2, "the route finished after the 408");
+    assert.notEqual(timedOut, built[1]);
+  });
+
   test("hono: app-level hygiene with exempt probe paths answers /healthz and /metrics while the memory ceiling sheds; other routes get 503", async () => {
     const clock = createManualClock();
     let rss = 100;

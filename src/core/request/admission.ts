@@ -59,7 +59,9 @@ export class _Admission {
    */
   timed = false;
   /** Resolves the guard's answer; set when the handler starts. */
-  resolve: ((res: Response) => void) | undefined = undefined;
+  resolve: ((res: Response | undefined) => void) | undefined = undefined;
+  /** Where the answer goes before `resolve` (then called with nothing): see guarded_fetch.ts's _Delivery. */
+  deliver: ((res: Response, info: ServeInfo | undefined) => void) | undefined = undefined;
   timeoutMs: number;
   /** Links in the guard's list of running handlers (_linked_list.ts). */
   prevLink: _Admission | undefined = undefined;
@@ -227,7 +229,11 @@ export class _Admission {
   answer(res: Response): boolean {
     if (this.#answered || this.resolve === undefined) return false;
     this.#answered = true;
-    this.resolve(res);
+    if (this.deliver === undefined) this.resolve(res);
+    else {
+      this.deliver(res, this.info);
+      this.resolve(undefined);
+    }
     return true;
   }
 
