@@ -7,6 +7,8 @@ import type { RequestContext } from "../../src/core/request/request_context.ts";
 import { flushMicrotasks } from "../support/flush.ts";
 import { countingBody, post } from "../support/bodies.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
+import { createTokenBucketLimiter } from "../../src/core/limits/token_bucket.ts";
+import type { RateLimiter } from "../../src/core/limits/rate_limiter.ts";
 import { _GATES, type Gate } from "../../src/core/gates/gate.ts";
 
 const GET = (path = "/") => new Request(`http://localhost${path}`);
@@ -957,6 +959,28 @@ describe("guard: keyed gates", () => {
     const broken = await fetch(new Request("http://localhost/broken"), { peer: { address: "10.0.0.3" } });
     assert.equal(broken.status, 429);
     assert.deepEqual(events.map((e) => e.type === "deny" ? [e.type, e.reason, e.scope] : [e.type]), [["fault"], ["deny", "limiter-error", "tenant"]]);
+  });
+
+  test("rate limits: a single rule charges each admitted request once and its limiter's own sink hears no denial — the core's limiters and a foreign one alike", async () => {
+    const clock = createManualClock();
+    const own: HygieneEvent[] = [];
+    const fixed = createFixedWindowLimiter({ limit: 2, clock, onEvent: (e) => own.push(e) });
+    // A foreign limiter: only the public interface (peek, then take).
+    const inner = createFixedWindowLimiter({ limit: 2, clock, onEvent: (e) => own.push(e) });
+    const foreign: RateLimiter = { name: "foreign", limit: 2, windowMs: 60_000, clock, failClosedRetryAfterMs: 60_000, size: inner.size, take: (k, c, n) => inner.take(k, c, n), peek: (k, c, n) => inner.peek(k, c, n) } as RateLimiter;
+    const limiters: RateLimiter[] = [fixed, createTokenBucketLimiter({ ratePerSecond: 1 / 60, burst: 2, clock, onEvent: (e) => own.push(e) }), foreign];
+    for (const limiter of limiters) {
+      const events: HygieneEvent[] = [];
+      const guard = createGuard({ clock, rateLimits: [{ limiter }], onEvent: (e) => events.push(e) });
+      const fetch = guard.wrap(() => new Response("ok"));
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push((await fetch(...from("10.0.0.9"))).status);
+      assert.deepEqual(statuses, [200, 200, 429], limiter.name ?? "a limiter");
+      assert.equal(limiter.peek("10.0.0.9").allowed, false, "two admissions used the budget of two");
+      assert.deepEqual(events.filter((e) => e.type === "deny").map((e) => (e as DenyEvent).reason), ["over-limit"]);
+      guard.dispose();
+    }
+    assert.deepEqual(own, [], "the guard reports a single rule's denials; the limiters' own sinks hear none");
   });
 
   test("guard: a key function that throws fails closed with 429 and a fault event, never a crash", async () => {

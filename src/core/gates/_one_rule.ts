@@ -4,7 +4,7 @@
 // fails closed with the limiter's own Retry-After and a fault event).
 import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "../limits/rate_limiter.ts";
-import { _decision, _emitFault, _emitRateDeny } from "../limits/_rate.ts";
+import { _ADMIT, type _Admits, _decision, _emitFault, _emitRateDeny } from "../limits/_rate.ts";
 
 /** Charges one request to one rule's limiter (already validated by a scoped limiter). */
 export function _oneRule(
@@ -22,12 +22,15 @@ export function _oneRule(
     _emitRateDeny(sink, d, limiter.name, scope);
     return d;
   };
+  // The core's own limiters admit in one call (charge, no report of their own, no decision
+  // built for a pass); a foreign one is peeked at, then charged.
+  const admit = (limiter as _Admits)[_ADMIT];
   return (request, clientKey, now) => {
     let key = clientKey;
     let d: RateDecision;
     try {
       if (pick !== undefined) key = pick(request, clientKey);
-      d = limiter.peek(key, 1, now);
+      d = admit !== undefined ? admit(key, now) : limiter.peek(key, 1, now);
     } catch (error) {
       return failClosed(error);
     }
@@ -35,6 +38,7 @@ export function _oneRule(
       _emitRateDeny(sink, d, limiter.name, scope);
       return d;
     }
+    if (admit !== undefined) return d;
     try {
       return limiter.take(key, 1, now);
     } catch (error) {

@@ -72,6 +72,25 @@ export function _decision(
   return new _Decision(allowed, retryAfterMs, remaining, limit, resetMs, windowMs, reason);
 }
 
+/**
+ * How a decision is asked (internal): a peek charges nothing; a take charges and reports its
+ * denial to the limiter's own sink; an admission (the guard's single rule) charges, leaves the
+ * report to the guard, and answers a pass with {@linkcode _ALLOWED} instead of a new decision.
+ */
+export const _PEEK = 0, _TAKE = 1, _ADMITTING = 2;
+export type _Mode = typeof _PEEK | typeof _TAKE | typeof _ADMITTING;
+
+/**
+ * The one decision every admission that passed returns (internal): only `allowed` means
+ * anything. The guard reads nothing else of a pass, and it costs no allocation a request.
+ */
+export const _ALLOWED: RateDecision = Object.freeze(_decision(true, 0, 0, 0, 0, 0, undefined));
+
+/** Where the core's limiters keep their admission (internal; see {@linkcode _ADMITTING}). */
+export const _ADMIT: unique symbol = Symbol("serve-hygiene.admit") as never;
+/** A limiter of the core, which can admit: charge one, report nothing, allocate nothing on a pass. */
+export type _Admits = { [_ADMIT]?: (key: string, now: number) => RateDecision };
+
 /** Emits the audit record of a rate denial. No client key is ever part of it. */
 export function _emitRateDeny(
   sink: EventSink | undefined,

@@ -4,7 +4,7 @@ import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _PressuredTable } from "./_pressure.ts";
 import { _durationMs, _options, _positiveInt, _given } from "../_validate.ts";
-import { _badClock, _checkCost, _corrupt, _decision, _emitFault, _emitRateDeny, _label } from "./_rate.ts";
+import { _ADMIT, _ADMITTING, _ALLOWED, _badClock, _checkCost, _corrupt, _decision, _emitFault, _emitRateDeny, _label, type _Mode, _PEEK, _TAKE } from "./_rate.ts";
 import type { RateStore } from "./rate_store.ts";
 import { _sharedLimiter, type SharedLimiterOptions, type SharedRateLimiter } from "./shared_limiter.ts";
 
@@ -108,7 +108,7 @@ export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): F
   const tables = new _PressuredTable<_Window>(maxKeys, (w) => w.start + windowMs);
   const table = tables.keys;
 
-  const fault = (key: string, now: number, error: unknown, commit: boolean): RateDecision => {
+  const fault = (key: string, now: number, error: unknown, report: boolean): RateDecision => {
     try {
       if (now - now === 0 && table.get(key) !== undefined) table.set(key, { start: now, count: limit });
     } catch {
@@ -116,16 +116,18 @@ export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): F
     }
     _emitFault(sink, error);
     const decision = _decision(false, windowMs, 0, limit, windowMs, windowMs, "limiter-error");
-    if (commit) _emitRateDeny(sink, decision, name);
+    if (report) _emitRateDeny(sink, decision, name);
     return decision;
   };
 
-  const deny = (decision: RateDecision, commit: boolean): RateDecision => {
-    if (commit) _emitRateDeny(sink, decision, name);
+  const deny = (decision: RateDecision, report: boolean): RateDecision => {
+    if (report) _emitRateDeny(sink, decision, name);
     return decision;
   };
 
-  const decide = (key: string, cost: number, at: number | undefined, commit: boolean): RateDecision => {
+  const decide = (key: string, cost: number, at: number | undefined, mode: _Mode): RateDecision => {
+    const commit = mode !== _PEEK;
+    const report = mode === _TAKE;
     if (cost !== 1) _checkCost(commit ? "take from fixed window limiter" : "peek at fixed window limiter", cost, limit);
     let now = NaN;
     try {
@@ -138,7 +140,7 @@ export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): F
         place = tables.place(key, now);
         if (place === undefined) {
           const wait = tables.waitMs(now, windowMs);
-          return deny(_decision(false, wait, 0, limit, wait, windowMs, "table-full"), commit);
+          return deny(_decision(false, wait, 0, limit, wait, windowMs, "table-full"), report);
         }
         w = place.entry;
         pooled = place.pooled;
@@ -153,21 +155,21 @@ export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): F
           const resetMs = elapsed > 0 ? windowMs - elapsed : windowMs;
           if (count + cost > limit) {
             const reason = pooled ? "table-full" : "over-limit";
-            return deny(_decision(false, resetMs, limit - count, limit, resetMs, windowMs, reason), commit);
+            return deny(_decision(false, resetMs, limit - count, limit, resetMs, windowMs, reason), report);
           }
           if (commit) w.count = count + cost;
-          return _decision(true, 0, limit - count - cost, limit, resetMs, windowMs, undefined);
+          return mode === _ADMITTING ? _ALLOWED : _decision(true, 0, limit - count - cost, limit, resetMs, windowMs, undefined);
         }
         if (commit) {
           w.start = now;
           w.count = cost;
         }
-        return _decision(true, 0, limit - cost, limit, windowMs, windowMs, undefined);
+        return mode === _ADMITTING ? _ALLOWED : _decision(true, 0, limit - cost, limit, windowMs, windowMs, undefined);
       }
       if (commit) place!.table.set(place!.key, { start: now, count: cost });
-      return _decision(true, 0, limit - cost, limit, windowMs, windowMs, undefined);
+      return mode === _ADMITTING ? _ALLOWED : _decision(true, 0, limit - cost, limit, windowMs, windowMs, undefined);
     } catch (error) {
-      return fault(key, now, error, commit);
+      return fault(key, now, error, report);
     }
   };
 
@@ -178,7 +180,8 @@ export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): F
     size: table.gauge,
     clock,
     failClosedRetryAfterMs: windowMs,
-    take: (key, cost = 1, now) => decide(key, cost, now, true),
-    peek: (key, cost = 1, now) => decide(key, cost, now, false),
-  };
+    take: (key, cost = 1, now) => decide(key, cost, now, _TAKE),
+    peek: (key, cost = 1, now) => decide(key, cost, now, _PEEK),
+    [_ADMIT]: (key: string, now: number) => decide(key, 1, now, _ADMITTING),
+  } as FixedWindowLimiter;
 }

@@ -5,6 +5,9 @@ import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _PressuredTable } from "./_pressure.ts";
 import { _options, _positiveInt, _given } from "../_validate.ts";
 import {
+  _ADMIT,
+  _ADMITTING,
+  _ALLOWED,
   _badClock,
   _checkCost,
   _corrupt,
@@ -13,6 +16,9 @@ import {
   _emitRateDeny,
   _label,
   _positiveFinite,
+  type _Mode,
+  _PEEK,
+  _TAKE,
 } from "./_rate.ts";
 import type { RateStore } from "./rate_store.ts";
 import { _sharedLimiter, type SharedLimiterOptions, type SharedRateLimiter } from "./shared_limiter.ts";
@@ -129,7 +135,7 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
     return r > 0 ? r : 0;
   };
 
-  const fault = (key: string, now: number, error: unknown, commit: boolean): RateDecision => {
+  const fault = (key: string, now: number, error: unknown, report: boolean): RateDecision => {
     try {
       if (now - now === 0 && table.get(key) !== undefined) table.set(key, { tat: now + tolerance });
     } catch {
@@ -137,11 +143,13 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
     }
     _emitFault(sink, error);
     const decision = _decision(false, interval, 0, burst, tolerance, tolerance, "limiter-error");
-    if (commit) _emitRateDeny(sink, decision, name);
+    if (report) _emitRateDeny(sink, decision, name);
     return decision;
   };
 
-  const decide = (key: string, cost: number, at: number | undefined, commit: boolean): RateDecision => {
+  const decide = (key: string, cost: number, at: number | undefined, mode: _Mode): RateDecision => {
+    const commit = mode !== _PEEK;
+    const report = mode === _TAKE;
     if (cost !== 1) _checkCost(commit ? "take from token bucket limiter" : "peek at token bucket limiter", cost, burst);
     let now = NaN;
     try {
@@ -155,7 +163,7 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
         if (place === undefined) {
           const wait = tables.waitMs(now, tolerance);
           const decision = _decision(false, wait, 0, burst, wait, tolerance, "table-full");
-          if (commit) _emitRateDeny(sink, decision, name);
+          if (report) _emitRateDeny(sink, decision, name);
           return decision;
         }
         entry = place.entry;
@@ -172,16 +180,16 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
       if (now + SLACK_MS < allowAt) {
         const reason = pooled ? "table-full" : "over-limit";
         const decision = _decision(false, allowAt - now, remainingAt(now, tat), burst, tat - now, tolerance, reason);
-        if (commit) _emitRateDeny(sink, decision, name);
+        if (report) _emitRateDeny(sink, decision, name);
         return decision;
       }
       if (commit) {
         if (entry !== undefined) entry.tat = next;
         else place!.table.set(place!.key, { tat: next });
       }
-      return _decision(true, 0, remainingAt(now, next), burst, next - now, tolerance, undefined);
+      return mode === _ADMITTING ? _ALLOWED : _decision(true, 0, remainingAt(now, next), burst, next - now, tolerance, undefined);
     } catch (error) {
-      return fault(key, now, error, commit);
+      return fault(key, now, error, report);
     }
   };
 
@@ -194,7 +202,8 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
     size: table.gauge,
     clock,
     failClosedRetryAfterMs: interval,
-    take: (key, cost = 1, now) => decide(key, cost, now, true),
-    peek: (key, cost = 1, now) => decide(key, cost, now, false),
-  };
+    take: (key, cost = 1, now) => decide(key, cost, now, _TAKE),
+    peek: (key, cost = 1, now) => decide(key, cost, now, _PEEK),
+    [_ADMIT]: (key: string, now: number) => decide(key, 1, now, _ADMITTING),
+  } as TokenBucketLimiter;
 }
