@@ -176,6 +176,16 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
   const clock = o.clock ?? systemClock;
   // The lane waits up to shedWaitMs, as documented: no shorter bound once its queue stands.
   const lane = createConcurrencyLimit({ limit: overall, shedWaitMs, standingWaitMs: shedWaitMs, retryAfterMs, clock });
+  // Without an overall cap (the guard's per-key gate: the concurrency limit is gate 7) there is
+  // no lane to wait for: a slot is counted, and holds no permit of its own.
+  const unbounded = overall === Infinity;
+  let untracked = 0;
+  const uncapped: Permit = {
+    ok: true,
+    release: () => void untracked--,
+    complete: () => void untracked--,
+    [Symbol.dispose]: () => void untracked--,
+  };
   const counts = new _KeyCounts(maxKeys);
   const refusal = (reason: InFlightRefusal["reason"], status: 429 | 503): InFlightRefusal =>
     Object.freeze({ ok: false, reason, status, retryAfterMs });
@@ -207,6 +217,10 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
   };
   // The key's slot is held: now the lane.
   const toLane = (box: _Count, signal: AbortSignal | undefined): Slot | InFlightRefusal | Promise<Slot | InFlightRefusal> => {
+    if (unbounded) {
+      untracked++;
+      return slot(box, uncapped);
+    }
     try {
       const now = lane.tryAcquire();
       if (now.ok || shedWaitMs === 0) return settle(box, now);
@@ -239,7 +253,7 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
     overall,
     shedWaitMs,
     get overallInFlight() {
-      return lane.inFlight;
+      return unbounded ? untracked : lane.inFlight;
     },
     get waiting() {
       return lane.waiting + waits.waiting;
@@ -252,6 +266,10 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
         const added = counts.add(key, perKey);
         if (typeof added === "string") return deny(refusals[added]);
         box = added;
+        if (unbounded) {
+          untracked++;
+          return slot(box, uncapped);
+        }
         return settle(box, lane.tryAcquire());
       } catch (error) {
         return fault(error, box);

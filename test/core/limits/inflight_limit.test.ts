@@ -29,6 +29,36 @@ describe("in-flight limit", () => {
     assert.equal(limiter.size.capacity, 4096);
   });
 
+  test("in-flight limit: without an overall cap, slots are counted overall, per key capped, and each released once — with or without a shed wait", async () => {
+    for (const shedWaitMs of [0, 50]) {
+      const clock = createManualClock();
+      const limiter = createInFlightLimiter({ perKey: 2, overall: Infinity, shedWaitMs, clock });
+      const a = limiter.tryAcquire("k") as Slot;
+      const b = (await limiter.enter("k", undefined)) as Slot;
+      const c = limiter.tryAcquire("j") as Slot;
+      assert.ok(a.ok && b.ok && c.ok);
+      assert.equal(limiter.overallInFlight, 3);
+      assert.equal(limiter.tryAcquire("k").ok, false, "the key's cap still holds");
+      const waiter = limiter.enter("k", undefined);
+      if (shedWaitMs > 0) {
+        assert.ok(waiter instanceof Promise, "over its key's cap it waits for one of the key's slots");
+        a.release();
+        const handed = (await waiter) as Slot;
+        assert.ok(handed.ok, "the released slot went to the waiter");
+        assert.equal(limiter.overallInFlight, 3);
+        handed.release();
+      } else {
+        assert.equal((waiter as { ok: boolean }).ok, false);
+        a.release();
+      }
+      a.release();
+      assert.equal(limiter.overallInFlight, 2, "a second release gives nothing back");
+      b[Symbol.dispose]();
+      c.release();
+      assertEmpty(limiter, ["k", "j"]);
+    }
+  });
+
   test("in-flight limit: without a shed wait, a key at its cap is refused at once as peer-busy (429)", async () => {
     const clock = createManualClock();
     const limiter = createInFlightLimiter({ perKey: 2, overall: 10, clock });
