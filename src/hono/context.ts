@@ -32,10 +32,10 @@ export function peerOf(c: Context): PeerAddress | undefined {
   if (env === null || typeof env !== "object") return undefined;
   const peer = env.peer as PeerAddress | undefined;
   if (peer?.address !== undefined) return peer;
-  const requestIP = env.requestIP as ((r: Request) => { address: string; port: number } | null) | undefined;
+  const requestIP = env.requestIP as ((r: Request) => PeerAddress | null) | undefined;
   if (typeof requestIP === "function") {
-    const ip = requestIP.call(env, c.req.raw);
-    return ip === null ? undefined : { address: ip.address, port: ip.port };
+    // Bun's SocketAddress ({ address, family, port }) is a PeerAddress as it is: no copy a request.
+    return requestIP.call(env, c.req.raw) ?? undefined;
   }
   const remote = env.remoteAddr as { hostname?: string; port?: number } | undefined;
   if (typeof remote?.hostname === "string") return { address: remote.hostname, port: remote.port };

@@ -983,6 +983,22 @@ describe("guard: keyed gates", () => {
     assert.deepEqual(own, [], "the guard reports a single rule's denials; the limiters' own sinks hear none");
   });
 
+  test("guard: a user's clientKey function gets the request and only { peer } of the adapter's info; the built-in key reads the same peer", async () => {
+    const seen: unknown[] = [];
+    const info = { peer: { address: "10.0.0.7", port: 4000 }, declaresBody: false };
+    const limiter = createFixedWindowLimiter({ limit: 1, clock: createManualClock() });
+    const own = createGuard({ clock: createManualClock(), clientKey: (_r, i) => (seen.push(i), "k"), rateLimits: [{ limiter }] });
+    assert.equal((await own.wrap(() => new Response("ok"))(new Request("http://localhost/"), info)).status, 200);
+    assert.deepEqual(seen, [{ peer: info.peer }], "no adapter internals reach user code");
+    const views: (string | undefined)[] = [];
+    const builtIn = createGuard({ clock: createManualClock(), rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 1, clock: createManualClock() }) }] });
+    const fetch = builtIn.wrap((_r, view) => (views.push(view.context.key), new Response("ok")));
+    assert.equal((await fetch(new Request("http://localhost/"), info)).status, 200);
+    assert.equal((await fetch(new Request("http://localhost/"), info)).status, 429, "keyed by the peer: its budget of 1 is spent");
+    assert.equal((await fetch(new Request("http://localhost/"), { peer: { address: "10.0.0.8" } })).status, 200);
+    assert.deepEqual(views, ["10.0.0.7", "10.0.0.8"]);
+  });
+
   test("guard: a key function that throws fails closed with 429 and a fault event, never a crash", async () => {
     const events: HygieneEvent[] = [];
     const guard = createGuard({

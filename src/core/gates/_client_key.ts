@@ -14,7 +14,8 @@ const KEY_FAILED: GateRefusal = Object.freeze({ reason: "limiter-error", status:
 export function _keyFor(a: _Admission, parts: _KeyedParts, sink: EventSink): GateRefusal | undefined {
   if (a.key !== undefined) return undefined;
   try {
-    a.key = parts.keyOf(a.request, { peer: a.info?.peer });
+    const info = a.info;
+    a.key = parts.keyOf(a.request, parts.ownKey ? info : { peer: info?.peer });
     return undefined;
   } catch (error) {
     _emit([sink], { type: "fault", source: "client-key", error, failed: "closed" });

@@ -60,6 +60,12 @@ export interface KeyedGates {
 /** The parts of gates 5 and 6, built once from the options (validated here). */
 export interface _KeyedParts {
   readonly keyOf: ClientKeyFunction;
+  /**
+   * `keyOf` is the built-in key function, which reads nothing of its info but `peer`: the
+   * request's info is handed to it as it is, not copied into a `{ peer }` a request. A
+   * user's function gets only `{ peer }` (the info holds the adapter's internals).
+   */
+  readonly ownKey: boolean;
   /** Gate 5: charges the request's budgets (a promise when a shared store is asked); undefined without rules. */
   readonly rate: ((request: Request, key: string, now: number) => RateDecision | Promise<RateDecision>) | undefined;
   readonly rateLimitHeaders: boolean;
@@ -100,7 +106,7 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink): _Keyed
     : one !== undefined
     ? _oneRule(one.limiter as RateLimiter, scoped.scopes[0]!, one.key, sink)
     : (request: Request, key: string, now: number) => scoped.take({ request, key }, 1, now);
-  return { keyOf, rate, rateLimitHeaders: options.rateLimitHeaders === true, inFlight };
+  return { keyOf, ownKey: typeof options.clientKey !== "function", rate, rateLimitHeaders: options.rateLimitHeaders === true, inFlight };
 }
 
 /**
