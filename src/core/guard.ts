@@ -192,7 +192,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   // deadline armed (from its arrival, as gate 9 asked): nothing can interrupt synchronous code.
   // With a delivery, the handler's fulfilled value is not its answer: `read` gives that, and
   // the answer goes to `deliver` (the promise returned then resolves to nothing).
-  const run = (handler: _InfoHandler, a: _Admission, withInfo: boolean, delivery: _Delivery | undefined): Response | Promise<Response> => {
+  const run = (handler: _InfoHandler, a: _Admission, withInfo: boolean): Response | Promise<Response> => {
     let result: Response | Promise<Response>;
     try {
       result = withInfo ? handler(a.forward, a.view, a.info) : (handler as GuardedHandler)(a.forward, a.view);
@@ -202,7 +202,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     if (result instanceof Response) return outcome(a, result);
     live.push(a);
     if (a.timed) a.armOnce(a.startedAt);
-    if (delivery !== undefined) a.deliver = delivery.deliver;
+    const delivery = a.delivery;
     return new Promise<Response>((resolve) => {
       a.resolve = resolve as (res: Response | undefined) => void;
       Promise.resolve(result).then(
@@ -218,20 +218,21 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
 
   // Runs the gates from `i` on: synchronously until one answers with a promise (a shed wait),
   // then on from there once it settles. The first refusal ends the request, answered at once.
-  const pass = (handler: _InfoHandler, a: _Admission, list: readonly Gate[], i: number, withInfo: boolean, delivery: _Delivery | undefined): Response | Promise<Response> => {
+  const pass = (handler: _InfoHandler, a: _Admission, list: readonly Gate[], i: number, withInfo: boolean): Response | Promise<Response> => {
     for (; i < list.length; i++) {
       const v = list[i]!.admit(a);
       if (v === undefined) continue;
       if (typeof (v as PromiseLike<GateVerdict>).then === "function") {
         const gate = list[i]!;
         const next = i + 1;
-        const later = (v as Promise<GateVerdict>).then((r: GateVerdict) => (r === undefined ? pass(handler, a, list, next, withInfo, delivery) : denied(a, gate, r)));
+        const later = (v as Promise<GateVerdict>).then((r: GateVerdict) => (r === undefined ? pass(handler, a, list, next, withInfo) : denied(a, gate, r)));
         // A refusal after the wait is delivered like any other asynchronous answer.
+        const delivery = a.delivery;
         return delivery === undefined ? later : later.then((res) => (res === undefined ? res : void delivery.deliver(res, a.info)) as never);
       }
       return denied(a, list[i]!, v as GateRefusal);
     }
-    return run(handler, a, withInfo, delivery);
+    return run(handler, a, withInfo);
   };
   const denied = (a: _Admission, gate: Gate, r: GateRefusal): Response => {
     a.release();
@@ -242,7 +243,8 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const serving = (handler: _InfoHandler, withInfo: boolean, delivery?: _Delivery): _Fetch =>
     function guarded(request: Request, info?: ServeInfo): Response | Promise<Response> {
       const a = new _Admission(admissionHost, request, info, clock.now(), config.requestTimeoutMs);
-      return pass(handler, a, exempt !== undefined && exempt(request) ? exemptGates : gates, 0, withInfo, delivery);
+      if (delivery !== undefined) a.delivery = delivery;
+      return pass(handler, a, exempt !== undefined && exempt(request) ? exemptGates : gates, 0, withInfo);
     };
   const wrap = (handler: GuardedHandler) => {
     const fetch = serving(handler, false);

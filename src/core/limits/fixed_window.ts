@@ -125,6 +125,10 @@ export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): F
     return decision;
   };
 
+  // A pass: a decision, or — admitting — the shared one (nothing of it is read).
+  const allow = (mode: _Mode, remaining: number, resetMs: number): RateDecision =>
+    mode === _ADMITTING ? _ALLOWED : _decision(true, 0, remaining, limit, resetMs, windowMs, undefined);
+
   const decide = (key: string, cost: number, at: number | undefined, mode: _Mode): RateDecision => {
     const commit = mode !== _PEEK;
     const report = mode === _TAKE;
@@ -158,16 +162,16 @@ export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): F
             return deny(_decision(false, resetMs, limit - count, limit, resetMs, windowMs, reason), report);
           }
           if (commit) w.count = count + cost;
-          return mode === _ADMITTING ? _ALLOWED : _decision(true, 0, limit - count - cost, limit, resetMs, windowMs, undefined);
+          return allow(mode, limit - count - cost, resetMs);
         }
         if (commit) {
           w.start = now;
           w.count = cost;
         }
-        return mode === _ADMITTING ? _ALLOWED : _decision(true, 0, limit - cost, limit, windowMs, windowMs, undefined);
+        return allow(mode, limit - cost, windowMs);
       }
       if (commit) place!.table.set(place!.key, { start: now, count: cost });
-      return mode === _ADMITTING ? _ALLOWED : _decision(true, 0, limit - cost, limit, windowMs, windowMs, undefined);
+      return allow(mode, limit - cost, windowMs);
     } catch (error) {
       return fault(key, now, error, report);
     }

@@ -180,12 +180,9 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
   // no lane to wait for: a slot is counted, and holds no permit of its own.
   const unbounded = overall === Infinity;
   let untracked = 0;
-  const uncapped: Permit = {
-    ok: true,
-    release: () => void untracked--,
-    complete: () => void untracked--,
-    [Symbol.dispose]: () => void untracked--,
-  };
+  const untrack = () => void untracked--;
+  const uncapped: Permit = { ok: true, release: untrack, complete: untrack, [Symbol.dispose]: untrack };
+  const counted = (box: _Count): Slot => (untracked++, slot(box, uncapped));
   const counts = new _KeyCounts(maxKeys);
   const refusal = (reason: InFlightRefusal["reason"], status: 429 | 503): InFlightRefusal =>
     Object.freeze({ ok: false, reason, status, retryAfterMs });
@@ -217,10 +214,7 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
   };
   // The key's slot is held: now the lane.
   const toLane = (box: _Count, signal: AbortSignal | undefined): Slot | InFlightRefusal | Promise<Slot | InFlightRefusal> => {
-    if (unbounded) {
-      untracked++;
-      return slot(box, uncapped);
-    }
+    if (unbounded) return counted(box);
     try {
       const now = lane.tryAcquire();
       if (now.ok || shedWaitMs === 0) return settle(box, now);
@@ -266,10 +260,7 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
         const added = counts.add(key, perKey);
         if (typeof added === "string") return deny(refusals[added]);
         box = added;
-        if (unbounded) {
-          untracked++;
-          return slot(box, uncapped);
-        }
+        if (unbounded) return counted(box);
         return settle(box, lane.tryAcquire());
       } catch (error) {
         return fault(error, box);

@@ -60,8 +60,11 @@ export class _Admission {
   timed = false;
   /** Resolves the guard's answer; set when the handler starts. */
   resolve: ((res: Response | undefined) => void) | undefined = undefined;
-  /** Where the answer goes before `resolve` (then called with nothing): see guarded_fetch.ts's _Delivery. */
-  deliver: ((res: Response, info: ServeInfo | undefined) => void) | undefined = undefined;
+  /**
+   * How the answer is handed over when not as the resolved value (hygiene()): see
+   * guarded_fetch.ts's _Delivery. Set by the guard's fetch when it serves with one.
+   */
+  delivery: { read(info: ServeInfo | undefined): unknown; deliver(res: Response, info: ServeInfo | undefined): void } | undefined = undefined;
   timeoutMs: number;
   /** Links in the guard's list of running handlers (_linked_list.ts). */
   prevLink: _Admission | undefined = undefined;
@@ -229,9 +232,9 @@ export class _Admission {
   answer(res: Response): boolean {
     if (this.#answered || this.resolve === undefined) return false;
     this.#answered = true;
-    if (this.deliver === undefined) this.resolve(res);
+    if (this.delivery === undefined) this.resolve(res);
     else {
-      this.deliver(res, this.info);
+      this.delivery.deliver(res, this.info);
       this.resolve(undefined);
     }
     return true;
