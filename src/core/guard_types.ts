@@ -27,9 +27,10 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
   lifoAfterMs?: number;
   /**
    * Gate 7: once the queue stands, a free permit does not go to a waiter that has waited
-   * longer than this; it and the older waiters are refused ("queue-timeout") instead of being
-   * admitted late. A wait counts from when permits last started coming back after a gap longer
-   * than this (waiting behind long work is not queueing). At most `shedWaitMs`.
+   * longer than this; that waiter is refused ("queue-timeout") instead of being admitted late,
+   * one a free permit (the older ones stay until a later permit reaches them or `shedWaitMs`).
+   * A wait counts from when permits last started coming back after a gap longer than this
+   * (waiting behind long work is not queueing). At most `shedWaitMs`.
    * @default min(100, shedWaitMs)
    */
   standingWaitMs?: number;

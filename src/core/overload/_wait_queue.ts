@@ -7,13 +7,16 @@
 // `maxWaitMs`; one timer, for the oldest waiter, does that (lazily: a permit may still reach a
 // waiter whose wait is just up). While the queue stands, a free permit does not go to a waiter
 // that has waited longer than `standingWaitMs` (CoDel's short target once the queue has not
-// drained within an interval): it is refused then, and so is every waiter under it, since they
-// are older still; the queue emptied that way has not drained, so it stays standing. The bound
-// has no timer of its own: it is checked only when a permit is free, since under a closed loop
-// each refusal comes straight back, so it refuses only where a waiter would otherwise be
-// admitted late (no permit: waiters wait up to `maxWaitMs`). A wait counts only from when permits last started
-// coming back after a gap longer than the bound (the owner says when): waiting behind long
-// work is not queueing. A waiter whose client leaves is removed at once.
+// drained within an interval): that waiter is refused instead, one a free permit, as CoDel
+// drops at dequeue, and the permit stays free for the next request. The older waiters under it
+// stay: each later free permit refuses the next one it reaches, and the wait bound the rest.
+// Refusing them all at once made a cohort: under a closed loop every refused client comes
+// straight back, together. The queue emptied that way has not drained, so it stays standing.
+// The bound has no timer of its own: it is checked only when a permit is free, so it refuses
+// only where a waiter would otherwise be admitted late (no permit: waiters wait up to
+// `maxWaitMs`). A wait counts only from when permits last started coming back after a gap
+// longer than the bound (the owner says when): waiting behind long work is not queueing. A
+// waiter whose client leaves is removed at once.
 // Internal: the concurrency limit owns one.
 import type { Clock, TimerHandle } from "../clock.ts";
 
@@ -105,10 +108,10 @@ export class _WaitQueue {
    * The waiter that gets a free permit: the oldest while fresh, the newest while standing.
    * (One whose wait is just up is served rather than refused: the bound is on refusals.)
    * Undefined when none waits, or when the queue stands and even its newest waiter has waited
-   * past `standingWaitMs` counted from `since`: then every waiter is refused ("queue-timeout")
-   * and the permit stays free for the next request. The owner passes as `since` when permits
-   * last started coming back after a gap longer than the bound: a wait before that was for
-   * long work, not in a queue (Infinity: take the waiter whatever its wait).
+   * past `standingWaitMs` counted from `since`: then that waiter is refused ("queue-timeout"),
+   * the older ones stay, and the permit stays free for the next request. The owner passes as
+   * `since` when permits last started coming back after a gap longer than the bound: a wait
+   * before that was for long work, not in a queue (Infinity: take the waiter whatever its wait).
    */
   take(now: number, since: number): _Waiter | undefined {
     if (this.#count === 0) return undefined;
@@ -117,8 +120,7 @@ export class _WaitQueue {
     if (lifo) {
       do w = this.#items.pop(); while (w !== undefined && !w.live);
       if (now - Math.max(w!.at, since) > this.#standingWaitMs) {
-        this.#items.push(w!);
-        this.#refuseAll(now);
+        this.#drop(w!, now);
         return undefined;
       }
     } else {
@@ -140,23 +142,19 @@ export class _WaitQueue {
     this.#trim();
   }
 
-  // The standing bound: every waiter is older than it. The queue is empty but has not drained.
-  #refuseAll(now: number): void {
-    const items = this.#items;
-    const head = this.#head;
-    this.#items = [];
-    this.#head = 0;
-    this.#count = 0;
-    this.#droppedAt = now;
-    this.#timer?.cancel();
-    this.#timer = undefined;
-    for (let i = head; i < items.length; i++) {
-      const w = items[i]!;
-      if (!w.live) continue;
-      w.live = false;
-      w.detach?.();
-      w.settle("queue-timeout");
+  // The standing bound refuses the waiter a free permit reached. Emptied that way, the queue
+  // has not drained: it still stands.
+  #drop(w: _Waiter, now: number): void {
+    w.live = false;
+    w.detach?.();
+    w.detach = undefined;
+    if (--this.#count === 0) {
+      this.#droppedAt = now;
+      this.#timer?.cancel();
+      this.#timer = undefined;
     }
+    this.#trim();
+    w.settle("queue-timeout");
   }
 
   /** Refuses every waiter whose sojourn reached maxWaitMs (the oldest are at the head). */

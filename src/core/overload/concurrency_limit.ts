@@ -45,9 +45,11 @@ export interface ConcurrencyLimitOptions {
   lifoAfterMs?: number;
   /**
    * Once the queue stands (not drained for `lifoAfterMs`), a free permit does not go to a
-   * waiter that has waited longer than this: that waiter is refused ("queue-timeout"), and so
-   * is every waiter under it (they are older still), instead of being admitted late. CoDel's
-   * short target; waiters no permit reaches wait until `shedWaitMs`. A wait counts from when
+   * waiter that has waited longer than this: that waiter is refused ("queue-timeout") instead
+   * of being admitted late, and the permit stays free for the next request. CoDel's short
+   * target, applied as CoDel drops: one waiter a free permit (the older ones stay, refused by
+   * later free permits or at `shedWaitMs`; refusing them all at once sent them back together
+   * under a closed loop). Waiters no permit reaches wait until `shedWaitMs`. A wait counts from when
    * permits last started coming back after a gap longer than this (a wait behind long work, as
    * at a cold start with a low limit, is not queueing). At most `shedWaitMs`.
    * @default min(100, shedWaitMs)

@@ -148,7 +148,7 @@ describe("concurrency limit", () => {
     assert.equal(limit.waiting, 1);
   });
 
-  test("concurrency limit: once the queue stands, no waiter is admitted past standingWaitMs; refused with the older ones, the queue still stands", async () => {
+  test("concurrency limit: once the queue stands, no waiter is admitted past standingWaitMs; one refused a free permit, the permit stays free, the queue still stands", async () => {
     const clock = createManualClock();
     const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, lifoAfterMs: 100, standingWaitMs: 100, clock });
     assert.throws(() => createConcurrencyLimit({ limit: 1, shedWaitMs: 50, standingWaitMs: 60 }), /"standingWaitMs" must be at most "shedWaitMs" \(50\): current value is 60/);
@@ -166,17 +166,25 @@ describe("concurrency limit", () => {
     held = (await p) as Permit;
     clock.advance(80); // t=130: standing; even the newest (b) has waited 110 ms, permits coming back meanwhile
     held.release();
-    await Promise.all([a, b]);
-    assert.deepEqual(results, ["p:in", "a:queue-timeout", "b:queue-timeout"], "refused rather than admitted late");
-    assert.equal(limit.waiting, 0);
+    await b;
+    assert.deepEqual(results, ["p:in", "b:queue-timeout"], "the newest refused rather than admitted late");
+    assert.equal(limit.waiting, 1, "the older waiter stays: one refusal a free permit");
     assert.equal(limit.inFlight, 0, "the permit stays free for the next request");
+    // The next request takes the free permit at once, past the older waiter.
+    held = (await limit.acquire()) as Permit;
+    assert.equal(limit.waiting, 1);
+    held.release(); // the next free permit reaches the older waiter: refused too
+    await a;
+    assert.deepEqual(results, ["p:in", "b:queue-timeout", "a:queue-timeout"]);
+    assert.equal(limit.waiting, 0);
+    assert.equal(limit.inFlight, 0);
     assert.equal(clock.pendingTimers, 0, "no sojourn timer left behind");
     // Emptied by the bound, not drained: the queue still stands, so it serves newest first at once.
     held = limit.tryAcquire() as Permit;
     const c = join("c");
     clock.advance(10);
     const d = join("d");
-    clock.advance(10); // t=170: c has waited 20 ms, d 10 ms
+    clock.advance(10); // t=150: c has waited 20 ms, d 10 ms
     held.release();
     held = (await d) as Permit;
     assert.deepEqual(results.slice(3), ["d:in"]);
@@ -191,6 +199,39 @@ describe("concurrency limit", () => {
     held.release();
     (await f as Permit).release();
     assert.deepEqual(results.slice(5), ["e:in", "f:in"]);
+  });
+
+  test("concurrency limit: the standing bound refuses one waiter a free permit, never the whole queue at once", async () => {
+    // Refusing every overdue waiter at once sent them all back together under a closed loop.
+    const clock = createManualClock();
+    const limit = createConcurrencyLimit({ limit: 2, shedWaitMs: 1000, lifoAfterMs: 50, standingWaitMs: 100, clock });
+    const held = [limit.tryAcquire() as Permit, limit.tryAcquire() as Permit];
+    const outcomes: (string | undefined)[] = Array.from({ length: 6 }, () => undefined);
+    const got: Promise<Permit | Refusal>[] = outcomes.map((_, i) => limit.acquire().then((r) => ((outcomes[i] = r.ok ? "in" : r.reason), r)));
+    const settled = async () => {
+      for (let i = 0; i < 3; i++) await Promise.resolve();
+    };
+    clock.advance(60); // standing; the newest has waited 60 ms: admitted
+    held[0]!.release();
+    await settled();
+    assert.deepEqual(outcomes, [undefined, undefined, undefined, undefined, undefined, "in"]);
+    clock.advance(60); // t=120: every waiter left has waited 120 ms, permits coming back meanwhile
+    held[1]!.release();
+    await settled();
+    assert.deepEqual(outcomes, [undefined, undefined, undefined, undefined, "queue-timeout", "in"], "only the newest, the one the permit reached");
+    assert.equal(limit.waiting, 4);
+    assert.equal(limit.inFlight, 1, "the permit stays free");
+    clock.advance(10);
+    ((await got[5]!) as Permit).release();
+    await settled();
+    assert.deepEqual(outcomes, [undefined, undefined, undefined, "queue-timeout", "queue-timeout", "in"]);
+    assert.equal(limit.waiting, 3);
+    assert.equal(limit.inFlight, 0);
+    clock.advance(870); // t=1000: the rest reach the wait bound
+    await Promise.all(got);
+    assert.deepEqual(outcomes, ["queue-timeout", "queue-timeout", "queue-timeout", "queue-timeout", "queue-timeout", "in"]);
+    assert.equal(limit.waiting, 0);
+    assert.equal(clock.pendingTimers, 0);
   });
 
   test("concurrency limit: a wait behind long work (no permit back for longer than standingWaitMs) is not cut short by the standing bound", async () => {
