@@ -145,14 +145,7 @@ export class _WaitQueue {
   // The standing bound refuses the waiter a free permit reached. Emptied that way, the queue
   // has not drained: it still stands.
   #drop(w: _Waiter, now: number): void {
-    w.live = false;
-    w.detach?.();
-    w.detach = undefined;
-    if (--this.#count === 0) {
-      this.#droppedAt = now;
-      this.#timer?.cancel();
-      this.#timer = undefined;
-    }
+    this.#gone(w, now, false);
     this.#trim();
     w.settle("queue-timeout");
   }
@@ -171,14 +164,16 @@ export class _WaitQueue {
     this.#trim();
   }
 
-  #gone(w: _Waiter, now: number): void {
+  // `drained`: false when the standing bound emptied the queue (it still stands).
+  #gone(w: _Waiter, now: number, drained = true): void {
     w.live = false;
     w.detach?.();
     // Its abort listener's hold on the request (a tombstone may wait a while to reach an end).
     w.detach = undefined;
     this.#count--;
     if (this.#count === 0) {
-      this.#emptyAt = now;
+      if (drained) this.#emptyAt = now;
+      else this.#droppedAt = now;
       this.#timer?.cancel();
       this.#timer = undefined;
     }

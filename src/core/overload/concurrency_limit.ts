@@ -49,9 +49,9 @@ export interface ConcurrencyLimitOptions {
    * of being admitted late, and the permit stays free for the next request. CoDel's short
    * target, applied as CoDel drops: one waiter a free permit (the older ones stay, refused by
    * later free permits or at `shedWaitMs`; refusing them all at once sent them back together
-   * under a closed loop). Waiters no permit reaches wait until `shedWaitMs`. A wait counts from when
-   * permits last started coming back after a gap longer than this (a wait behind long work, as
-   * at a cold start with a low limit, is not queueing). At most `shedWaitMs`.
+   * under a closed loop). Waiters no permit reaches wait until `shedWaitMs`. A wait counts
+   * from when permits last started coming back after a gap longer than this (a wait behind
+   * long work, as at a cold start with a low limit, is not queueing). At most `shedWaitMs`.
    * @default min(100, shedWaitMs)
    */
   standingWaitMs?: number;
