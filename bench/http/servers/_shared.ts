@@ -218,16 +218,20 @@ type Serve = (handler: (request: Request) => Response | Promise<Response>, optio
  * `BENCH_STANDING_WAIT_MS` its bound once it stands;
  * `BENCH_TRACE=1` prints the gate state every 50 ms to stderr (the step run): the limit, the
  * permits in use, the waiters, the load monitor's admitted share, and refusals so far by layer.
+ * Diagnostics (bench/http/probe.mjs): `BENCH_ADAPTIVE` the adaptive limit's options as JSON,
+ * `BENCH_WAITS=1` where an admitted request's time goes (see `_waitTrace`).
  */
 export async function serveLib(serve: Serve, limit: number | undefined): Promise<void> {
   const env = (name: string) => process.env[name];
   const shedWait = env("BENCH_SHED_WAIT_MS");
   const standingWait = env("BENCH_STANDING_WAIT_MS");
   const denied: Record<string, number> = {};
-  const handle = await serve(workHandler, {
+  const adaptive = env("BENCH_ADAPTIVE");
+  const waits = env("BENCH_WAITS") === "1" ? _waitTrace(() => handle.guard.concurrency, denied) : undefined;
+  const handle = await serve(waits ?? workHandler, {
     port: 0,
     hostname: "127.0.0.1",
-    concurrencyLimit: limit,
+    concurrencyLimit: limit ?? (adaptive === undefined ? undefined : JSON.parse(adaptive)),
     log: () => {},
     ...(shedWait === undefined ? {} : { shedWaitMs: Number(shedWait) }),
     ...(standingWait === undefined ? {} : { standingWaitMs: Number(standingWait) }),
@@ -244,6 +248,42 @@ export async function serveLib(serve: Serve, limit: number | undefined): Promise
     void handle.finished.finally(() => clearInterval(trace));
   }
   announce(handle.address.port);
+}
+
+/**
+ * `BENCH_WAITS=1` (a diagnostic, not a measured subject): wraps the work handler and prints to
+ * stderr, every second, the handler's own time (entry to settle: the await plus the wait for the
+ * event loop) at p50/p90/p99, the limit, the permits in use, the waiters and the refusals so far
+ * by layer. On Node, whose monotonic clock is wrk's (CLOCK_MONOTONIC), also the time from wrk's
+ * send (x-t) to the handler's entry: the kernel, the loop and the admission queue together.
+ */
+function _waitTrace(
+  concurrency: () => { limit: number; inFlight: number; waiting: number },
+  denied: Record<string, number>,
+): (request: Request) => Promise<Response> {
+  const sameClock = !("Deno" in globalThis) && !("Bun" in globalThis);
+  const us = () => Number(process.hrtime.bigint() / 1000n);
+  let before: number[] = [];
+  let own: number[] = [];
+  const at = (xs: number[], f: number) => (xs.length === 0 ? "-" : (xs[Math.floor(f * (xs.length - 1))]! / 1000).toFixed(1));
+  const line = (name: string, xs: number[]) => (xs.sort((a, b) => a - b), `${name} p50 ${at(xs, 0.5)} p90 ${at(xs, 0.9)} p99 ${at(xs, 0.99)} ms`);
+  setInterval(() => {
+    const c = concurrency();
+    const parts = [`WAITS n=${own.length}`, ...(sameClock ? [line("sent→handler", before)] : []), line("handler", own)];
+    console.error(`${parts.join(" | ")} | limit ${c.limit} inFlight ${c.inFlight} waiting ${c.waiting} ${JSON.stringify(denied)}`);
+    before = [];
+    own = [];
+  }, 1000);
+  return async (request) => {
+    const sent = request.headers.get("x-t");
+    const entry = us();
+    const response = await workHandler(request);
+    if (sent !== null) {
+      before.push(entry - Number(sent));
+      own.push(us() - entry);
+    }
+    return response;
+  };
 }
 
 /** Part 4: defaults; on SIGTERM drain, write what was admitted and the outcome, exit with its code. */
