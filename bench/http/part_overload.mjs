@@ -27,6 +27,17 @@ const HANDLERS = [["/burn", "sync"], ["/burn-async", "async"], ["/io", "io"]];
  */
 const ACCEPT_HOLD_MS = 1000;
 
+/**
+ * Refusals so far by layer, from the newest `BENCH_TRACE` line the server printed (every 50 ms);
+ * undefined when it prints none.
+ */
+function deniedSoFar(server) {
+  const last = [...server.log().matchAll(/^TRACE (.*)$/gm)].at(-1);
+  return last === undefined ? undefined : JSON.parse(last[1]).denied;
+}
+
+const byLayer = (counts) => Object.entries(counts).map(([layer, n]) => `${layer} ${n}`).join(", ");
+
 /** One measured run of a case: warm-up, pause, measured load (closed loop, or paced at `rate`). */
 // `holdMs`: the hold load() applies (heldMs), already rounded to what the generator does.
 async function measure(gen, c, { warmS, seconds, unloadedS, rate, env, holdMs }) {
@@ -38,6 +49,7 @@ async function measure(gen, c, { warmS, seconds, unloadedS, rate, env, holdMs })
     // What the warm-up left queued in the kernel is served (to closed sockets) before we measure.
     if (!unloaded) await sleep(1000);
     const measureS = unloaded ? unloadedS : seconds;
+    const denied0 = deniedSoFar(server);
     const { result: [r, cpu], noise } = await undisturbed(measureS, async () => {
       const loading = load(gen, { port: server.port, path: c.path, connections: c.connections, seconds: measureS, timeoutS: 30, latency2xx: true, rate, startMs });
       // The CPU and the accept queue are read from when the held requests go (accepting is not the run).
@@ -50,6 +62,7 @@ async function measure(gen, c, { warmS, seconds, unloadedS, rate, env, holdMs })
       if (!unloaded) await sleep(1000); // a repeat starts from a drained queue too
       return [{ ...r, accept }, cpu];
     }, `${c.rt} ${c.kind} ${c.id}`);
+    const denied1 = deniedSoFar(server);
     return {
       noise,
       goodput: r.ok / r.seconds,
@@ -67,6 +80,9 @@ async function measure(gen, c, { warmS, seconds, unloadedS, rate, env, holdMs })
       rps: r.requests / r.seconds,
       cpuShare: cpu / r.seconds,
       rate,
+      // The server's refusals by layer from the start of the measured run to the end of its drain,
+      // where it traces its gate state (BENCH_TRACE).
+      refusedBy: denied0 && denied1 ? Object.fromEntries(Object.entries(denied1).map(([layer, n]) => [layer, n - (denied0[layer] ?? 0)]).filter(([, n]) => n > 0)) : undefined,
     };
   } finally {
     await stopServer(server);
@@ -77,7 +93,7 @@ const logRun = (run, c, m) =>
   console.log(
     `  run ${run} ${c.rt.padEnd(4)} ${c.kind.padEnd(5)} ${c.label.padEnd(50)} 2xx ${fmt.int(m.goodput).padStart(5)}/s  503 ${fmt.pct(m.share503).padStart(4)}  ` +
       `2xx p50 ${fmt.ms(m.p50Us)} p99 ${fmt.ms(m.p99Us)} (after 1 s ${fmt.ms(m.p99SteadyUs)}) max ${fmt.ms(m.maxUs)} ms  (all ${fmt.int(m.rps)}/s, server CPU ${fmt.pct(m.cpuShare)})` +
-      (m.rate ? `  paced at ${fmt.int(m.rate)}/s` : "") + (m.errors || m.other ? `  errors ${m.errors}, other ${m.other}` : "") +
+      (m.rate ? `  paced at ${fmt.int(m.rate)}/s` : "") + (m.refusedBy && m.refused > 0 ? `  the server refused by layer: ${byLayer(m.refusedBy)}` : "") + (m.errors || m.other ? `  errors ${m.errors}, other ${m.other}` : "") +
       (m.notAccepted >= 1 ? `  not accepted ${fmt.int(m.notAccepted)} (mean)` : "") +
       (m.noise >= 0.1 ? `  (others used ${Math.round(m.noise * 100)}% of a core)` : ""),
   );
@@ -103,7 +119,8 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
       // monitor (item 3, changed in parallel) off.
       add("gate", `${libLabel} without the load monitor (diagnostic)`, rt, libArgs, CONNECTIONS, { BENCH_LOAD_MONITOR: "0" });
       if (rt === "node") add("up", "Fastify + @fastify/under-pressure (maxEventLoopDelay 40 ms)", "fastify", ["under-pressure"], CONNECTIONS);
-      add("half", `${libLabel}, half of capacity (paced)`, rt, libArgs, PACED_CONNECTIONS);
+      // Traced (the gate state every 50 ms on stderr), so a refusal there names its layer.
+      add("half", `${libLabel}, half of capacity (paced)`, rt, libArgs, PACED_CONNECTIONS, { BENCH_TRACE: "1" });
     }
   }
   const find = (rt, path, id) => cases.find((c) => c.rt === rt && c.path === path && c.id === id);
@@ -146,7 +163,13 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
     }
     const halves = HANDLERS.map(([path, kind]) => [kind, find(rt, path, "half")]).filter(([, c]) => c);
     if (halves.length) {
-      const refused = halves.map(([kind, c]) => `${kind} ${c.refusedTotal}${c.errors ? ` (+${c.errors} other/errors)` : ""}`).join(", ");
+      const layers = (c) => {
+        const total = {};
+        for (const m of c.runs) for (const [layer, n] of Object.entries(m.refusedBy ?? {})) total[layer] = (total[layer] ?? 0) + n;
+        // The server's count runs to the end of the run's drain, so it may exceed wrk's (a waiter refused after wrk stopped).
+        return Object.keys(total).length ? ` (the server's refusals by layer: ${byLayer(total)})` : "";
+      };
+      const refused = halves.map(([kind, c]) => `${kind} ${c.refusedTotal}${c.refusedTotal ? layers(c) : ""}${c.errors ? ` (+${c.errors} other/errors)` : ""}`).join(", ");
       verdicts.push(`- ${rt}, half of capacity: refusals over all runs: ${refused} (target 0) ${verdict(halves.every(([, c]) => c.refusedTotal === 0 && c.errors === 0))}.`);
     }
   }
@@ -155,7 +178,7 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
     "",
     `Handlers: \`/burn\` burns 2 ms of CPU synchronously, \`/burn-async\` after one event-loop turn (setImmediate), \`/io\` awaits a 20 ms timer (an upstream) then burns 0.2 ms. Capacity on one core is ~450 req/s for the first two.`,
     `Overload: wrk -t1 -c${CONNECTIONS} (closed loop: a refused connection asks again at once, so offered load is far above 4× capacity for the CPU handlers), ${warmS} s warm-up, 1 s pause, ${seconds} s measured.`,
-    `Half of capacity: serve-hygiene with the same defaults, wrk paced (latency.lua's schedule) at half the unprotected server's 2xx/s of the same round, ${PACED_CONNECTIONS} connections; its "goodput share" is 2xx/s ÷ the offered rate.`,
+    `Half of capacity: serve-hygiene with the same defaults, wrk paced (latency.lua's schedule) at half the unprotected server's 2xx/s of the same round, ${PACED_CONNECTIONS} connections, the server tracing its gate state every 50 ms (BENCH_TRACE) so that a refusal names its layer; its "goodput share" is 2xx/s ÷ the offered rate.`,
     `Unloaded: the unprotected server with 1 connection, ${unloadedS} s. Latency is timed per 2xx response by wrk (bench/http/latency.lua: each request carries its send time, the server echoes it), so p50/p99/max cover admitted requests only.`,
     holdMs > 0
       ? `wrk opens its ${CONNECTIONS} connections at once and holds each one's first request ${holdMs} ms (latency.lua), so the server, still idle, accepts them all before the load starts; the figures cover the ${seconds} s after the hold. Without it, Node (which accepts one connection per event-loop turn) left a subject with long loop turns — the unprotected server, the 15-line cap — with up to 120 of the connections still in the kernel's accept queue after 10 s: those subjects faced fewer clients than serve-hygiene, whose short turns accept them all within half a second. "not accepted" is that queue's mean length over the measured run (/proc/net/tcp). "p99 after 1 s" covers the requests sent 1 s or more into the measured run.`
