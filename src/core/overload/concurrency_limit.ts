@@ -193,7 +193,9 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
         limit = adaptive.limit;
       }
       inFlight--;
-      if (queue.length > 0) admitWaiting(now, flowingSince);
+      // While the adaptive limit is still in slow start, a wait counts from its last doubling:
+      // requests wait for the limit to find its level, not in a standing queue.
+      if (queue.length > 0) admitWaiting(now, adaptive === undefined ? flowingSince : Math.max(flowingSince, adaptive.rampedAt ?? -Infinity));
     }
     if (inFlight === 0 && idleWaiters.length > 0) {
       const resolved = idleWaiters;

@@ -111,13 +111,65 @@ describe("adaptive limit", () => {
     a.sample(10, 10, 0);
     a.sample(10, 10, 1); // slow start: the span is enough
     assert.equal(a.baselineMs, 10);
-    a.sample(40, 20, 30); // over tolerance: slow start ends
-    for (const t of [60, 70, 80, 90]) a.sample(5, 10, t);
-    a.sample(-5, 10, 95);
-    a.sample(Number.NaN, 10, 96);
+    a.sample(40, 20, 100); // over tolerance (a request that began in this window): slow start ends
+    for (const t of [160, 170, 180, 190]) a.sample(5, 10, t);
+    a.sample(-5, 10, 195);
+    a.sample(Number.NaN, 10, 196);
     assert.equal(a.baselineMs, 10, "four samples are not a window");
-    a.sample(5, 10, 100);
+    a.sample(5, 10, 200);
     assert.equal(a.baselineMs, 5);
+  });
+
+  test("adaptive limit: slow start reads its first two windows over windowMs, then windows of twice the latency (at least windowMs / 2); rampedAt marks its last doubling", () => {
+    // A fresh process meeting work that waits 20 ms upstream, a request completing every ms.
+    const a = createAdaptiveLimit();
+    assert.equal(a.rampedAt, -Infinity, "before any sample");
+    const limits: number[] = [];
+    const ramped: number[] = [];
+    for (let t = 1; t <= 600; t++) {
+      a.sample(20, a.limit, t);
+      limits[t] = a.limit;
+      ramped[t] = a.rampedAt!;
+    }
+    assert.equal(ramped[1], 1, "the first sample starts the ramp");
+    assert.equal(limits[100], 1, "the first window (limit 1, where the baseline is read) lasts windowMs");
+    assert.equal(limits[101], 2);
+    assert.equal(ramped[101], 101, "each doubling moves rampedAt");
+    assert.equal(limits[200], 2, "so does the second (limit 2)");
+    assert.equal(limits[201], 4);
+    assert.equal(limits[251], 8, "then a window lasts max(windowMs / 2, 2 × baseline): 50 ms");
+    const reached = limits.findIndex((l) => l >= 64);
+    assert.equal(reached, 401, "64 permits 400 ms after the first sample (windowMs windows throughout took 600 ms)");
+    // Latency over tolerance ends slow start: no more ramp.
+    for (let t = 601; t <= 1000; t++) a.sample(100, a.limit, t);
+    assert.equal(a.rampedAt, -Infinity);
+    // Once ended, windows are windowMs long again, and growth is by the queue allowance (the
+    // first window closing here still holds slow samples).
+    const changes: [number, number, number][] = [];
+    for (let t = 1001; t <= 1600; t++) {
+      const before = a.limit;
+      a.sample(a.baselineMs!, a.limit, t);
+      if (a.limit !== before) changes.push([t, before, a.limit]);
+    }
+    changes.shift();
+    assert.ok(changes.length >= 3, `the limit grew again: ${JSON.stringify(changes)}`);
+    for (let i = 1; i < changes.length; i++) assert.ok(changes[i]![0] - changes[i - 1]![0] >= 100, `windows of windowMs: ${JSON.stringify(changes)}`);
+    for (const [, from, to] of changes) assert.ok(to > from && to < 2 * from, `by the allowance, not doubled: ${from} → ${to}`);
+    assert.equal(a.rampedAt, -Infinity);
+  });
+
+  test("adaptive limit: a slow-start window is read from the requests that began in it, so a doubling that queues stops slow start at once", () => {
+    const a = createAdaptiveLimit();
+    let t = 0;
+    while (a.limit < 128) a.sample(20, a.limit, ++t);
+    const doubled = t;
+    // Just after the doubling, the requests admitted before it complete at the old latency...
+    for (; t < doubled + 20; t++) for (let k = 0; k < 6; k++) a.sample(20, 128, t + 1);
+    // ...while those admitted under 128 queue: 45 ms, over tolerance (1.5 × 20). Read together
+    // with the others (a mean of 25 ms at 50 ms), they would have doubled the limit again.
+    for (t = doubled + 45; t < doubled + 200; t++) for (let k = 0; k < 6; k++) a.sample(45, 128, t);
+    assert.ok(a.limit < 128, `slow start stopped at the doubling that queued, and the limit fell: ${a.limit}`);
+    assert.equal(a.rampedAt, -Infinity);
   });
 
   test("adaptive limit: bad options throw naming the field", () => {

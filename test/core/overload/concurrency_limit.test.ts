@@ -317,6 +317,60 @@ describe("concurrency limit", () => {
     assert.equal(limit.limit, 3);
   });
 
+  test("concurrency limit: at a cold start, waiters wait for the adaptive limit's slow start instead of being refused by the standing bound; once it ended, the bound is back", async () => {
+    // A fresh process: 60 requests arrive at once, 20 ms work each, a permit back every few ms.
+    const clock = createManualClock();
+    const adaptive = createAdaptiveLimit();
+    const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 500, clock });
+    const held: { permit: Permit; at: number }[] = [{ permit: limit.tryAcquire(clock.now()) as Permit, at: clock.now() }];
+    const waits = Array.from({ length: 60 }, () => limit.acquire());
+    const outcomes: (Permit | Refusal | undefined)[] = waits.map(() => undefined);
+    const waitedMs: number[] = [];
+    waits.forEach((p, i) =>
+      void p.then((got) => {
+        outcomes[i] = got;
+        if (got.ok) {
+          waitedMs.push(clock.now());
+          held.push({ permit: got, at: clock.now() });
+        }
+      }),
+    );
+    for (let t = 0; t < 450 && outcomes.includes(undefined); t++) {
+      clock.advance(1);
+      for (const h of held.filter((h) => clock.now() - h.at >= 20)) {
+        held.splice(held.indexOf(h), 1);
+        h.permit.complete();
+      }
+      await flushMicrotasks();
+    }
+    assert.ok(outcomes.every((o) => o?.ok === true), `every waiter admitted: ${JSON.stringify(outcomes.map((o) => o?.ok ?? "waiting"))}`);
+    assert.ok(Math.max(...waitedMs) > 100, "some waited past the standing bound (100 ms) while the queue stood, and were admitted");
+    assert.equal(adaptive.rampedAt! > 0, true, "still in slow start");
+    for (const h of held) h.permit.complete();
+    // Latency over tolerance ends slow start; the standing bound applies again.
+    for (let i = 0; i < 12; i++) {
+      const p = limit.tryAcquire(clock.now()) as Permit;
+      clock.advance(60);
+      p.complete();
+    }
+    assert.equal(adaptive.rampedAt, -Infinity, "slow start ended");
+    const permits = Array.from({ length: limit.limit }, () => limit.tryAcquire(clock.now()) as Permit);
+    assert.ok(permits.every((p) => p.ok));
+    const first = limit.acquire();
+    const second = limit.acquire();
+    clock.advance(50);
+    permits.pop()!.release(); // a fresh queue: oldest first
+    assert.ok((await first).ok);
+    const third = limit.acquire();
+    clock.advance(70);
+    permits.pop()!.release(); // standing (120 ms): newest first
+    assert.ok((await third).ok);
+    clock.advance(80);
+    permits.pop()!.release(); // `second` has waited 200 ms in a standing queue: refused, not admitted late
+    const refused = await second;
+    assert.ok(!refused.ok && refused.reason === "queue-timeout", `refused by the standing bound: ${JSON.stringify(refused)}`);
+  });
+
   test("concurrency limit: permits held past the wait bound with none coming back (long polls) make the adaptive limit grow, not pin it", async () => {
     const clock = createManualClock();
     const limit = createConcurrencyLimit({ limit: createAdaptiveLimit(), shedWaitMs: 500, clock });
