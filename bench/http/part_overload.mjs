@@ -5,7 +5,8 @@
 // throttle it). 256 connections in a closed loop: far more than 4× capacity for the CPU
 // handlers. Subjects side by side in one run: the unprotected server, the 15-line in-flight
 // cap at 32, serve-hygiene with its defaults (no tuning), and on Node Fastify +
-// under-pressure. Plus serve-hygiene at half of capacity (paced load: must refuse nothing).
+// under-pressure. Plus serve-hygiene at half of capacity (paced load: must refuse nothing),
+// warm and from a fresh process (no warm-up: its first burst meets the limit's slow start).
 // 2xx responses are timed one by one (latency.lua), so latency covers admitted requests only.
 // `--wait-sweep=50,100,…`: the queue's drop threshold (shedWaitMs) against goodput and
 // admitted p99 on the sync and async handlers → overload-wait.md; `--standing-sweep=50,100,…`:
@@ -38,18 +39,21 @@ function deniedSoFar(server) {
 
 const byLayer = (counts) => Object.entries(counts).map(([layer, n]) => `${layer} ${n}`).join(", ");
 
-/** One measured run of a case: warm-up, pause, measured load (closed loop, or paced at `rate`). */
+/** One measured run of a case: warm-up, pause, measured load (closed loop, or paced at `rate`); a `cold` case measures from the fresh server's first request. */
 // `holdMs`: the hold load() applies (heldMs), already rounded to what the generator does.
 async function measure(gen, c, { warmS, seconds, unloadedS, rate, env, holdMs }) {
   const server = await startServer(c.rt, c.file, c.args, { env });
   try {
     const unloaded = c.connections === 1;
     const startMs = unloaded ? 0 : holdMs;
-    await load(gen, { port: server.port, path: c.path, connections: c.connections, seconds: unloaded ? 1 : warmS, timeoutS: 30, rate, startMs });
-    // What the warm-up left queued in the kernel is served (to closed sockets) before we measure.
-    if (!unloaded) await sleep(1000);
+    if (!c.cold) {
+      await load(gen, { port: server.port, path: c.path, connections: c.connections, seconds: unloaded ? 1 : warmS, timeoutS: 30, rate, startMs });
+      // What the warm-up left queued in the kernel is served (to closed sockets) before we measure.
+      if (!unloaded) await sleep(1000);
+    }
     const measureS = unloaded ? unloadedS : seconds;
-    const denied0 = deniedSoFar(server);
+    // A fresh server may not have traced yet: nothing refused so far.
+    const denied0 = deniedSoFar(server) ?? (c.cold && c.env?.BENCH_TRACE === "1" ? {} : undefined);
     const { result: [r, cpu], noise } = await undisturbed(measureS, async () => {
       const loading = load(gen, { port: server.port, path: c.path, connections: c.connections, seconds: measureS, timeoutS: 30, latency2xx: true, rate, startMs });
       // The CPU and the accept queue are read from when the held requests go (accepting is not the run).
@@ -110,7 +114,7 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
   const cases = [];
   for (const rt of runtimes) {
     for (const [path, kind] of HANDLERS) {
-      const add = (id, label, file, args, connections, env) => cases.push({ rt, path, kind, id, label, file, args, connections, env, runs: [] });
+      const add = (id, label, file, args, connections, env, cold = false) => cases.push({ rt, path, kind, id, label, file, args, connections, env, cold, runs: [] });
       add("unloaded", "no protection, 1 connection (unloaded)", rt, ["none"], 1);
       add("none", "no protection", rt, ["none"], CONNECTIONS);
       add("cap", "15-line in-flight cap (32)", rt, ["cap-work"], CONNECTIONS);
@@ -121,13 +125,14 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
       if (rt === "node") add("up", "Fastify + @fastify/under-pressure (maxEventLoopDelay 40 ms)", "fastify", ["under-pressure"], CONNECTIONS);
       // Traced (the gate state every 50 ms on stderr), so a refusal there names its layer.
       add("half", `${libLabel}, half of capacity (paced)`, rt, libArgs, PACED_CONNECTIONS, { BENCH_TRACE: "1" });
+      add("fresh", `${libLabel}, half of capacity from a fresh process (paced, no warm-up)`, rt, libArgs, PACED_CONNECTIONS, { BENCH_TRACE: "1" }, true);
     }
   }
   const find = (rt, path, id) => cases.find((c) => c.rt === rt && c.path === path && c.id === id);
   for (let run = 1; run <= runs; run++) {
     for (const c of cases) {
       // Half of capacity: half the unprotected server's 2xx/s in this same round.
-      const rate = c.id === "half" ? find(c.rt, c.path, "none").runs[run - 1].goodput / 2 : undefined;
+      const rate = c.id === "half" || c.id === "fresh" ? find(c.rt, c.path, "none").runs[run - 1].goodput / 2 : undefined;
       const m = await measure(gen, c, { warmS, seconds, unloadedS, rate, env: c.env, holdMs });
       c.runs.push(m);
       logRun(run, c, m);
@@ -141,7 +146,7 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
     c.p99VsUnloaded = median(c.runs.map((m, i) => m.p99Us / unloaded.runs[i].p99Us));
     c.refusedTotal = c.runs.reduce((n, m) => n + m.refused, 0);
     c.errors = c.runs.reduce((n, m) => n + m.errors + m.other, 0);
-    if (c.id === "half") c.goodputShare = median(c.runs.map((m) => m.goodput / m.rate)); // of what was offered
+    if (c.id === "half" || c.id === "fresh") c.goodputShare = median(c.runs.map((m) => m.goodput / m.rate)); // of what was offered
   }
   const verdicts = [];
   const verdict = (ok) => (ok ? "met" : "**missed**");
@@ -161,16 +166,17 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
     if (io) {
       verdicts.push(`- ${rt}, I/O-bound (await 20 ms + 0.2 ms CPU): goodput ${fmt.share(io.goodputShare)} (target ≥ 0.95) ${verdict(io.goodputShare >= 0.95)}; admitted p99 ${fmt.share(io.p99VsUnloaded)}× the unloaded p99 (target ≤ 2×) ${verdict(io.p99VsUnloaded <= 2)}.`);
     }
-    const halves = HANDLERS.map(([path, kind]) => [kind, find(rt, path, "half")]).filter(([, c]) => c);
-    if (halves.length) {
-      const layers = (c) => {
-        const total = {};
-        for (const m of c.runs) for (const [layer, n] of Object.entries(m.refusedBy ?? {})) total[layer] = (total[layer] ?? 0) + n;
-        // The server's count runs to the end of the run's drain, so it may exceed wrk's (a waiter refused after wrk stopped).
-        return Object.keys(total).length ? ` (the server's refusals by layer: ${byLayer(total)})` : "";
-      };
+    const layers = (c) => {
+      const total = {};
+      for (const m of c.runs) for (const [layer, n] of Object.entries(m.refusedBy ?? {})) total[layer] = (total[layer] ?? 0) + n;
+      // The server's count runs to the end of the run's drain, so it may exceed wrk's (a waiter refused after wrk stopped).
+      return Object.keys(total).length ? ` (the server's refusals by layer: ${byLayer(total)})` : "";
+    };
+    for (const [id, what] of [["half", "half of capacity"], ["fresh", "half of capacity from a fresh process"]]) {
+      const halves = HANDLERS.map(([path, kind]) => [kind, find(rt, path, id)]).filter(([, c]) => c);
+      if (!halves.length) continue;
       const refused = halves.map(([kind, c]) => `${kind} ${c.refusedTotal}${c.refusedTotal ? layers(c) : ""}${c.errors ? ` (+${c.errors} other/errors)` : ""}`).join(", ");
-      verdicts.push(`- ${rt}, half of capacity: refusals over all runs: ${refused} (target 0) ${verdict(halves.every(([, c]) => c.refusedTotal === 0 && c.errors === 0))}.`);
+      verdicts.push(`- ${rt}, ${what}: refusals over all runs: ${refused} (target 0) ${verdict(halves.every(([, c]) => c.refusedTotal === 0 && c.errors === 0))}.`);
     }
   }
   const md = [
@@ -178,7 +184,7 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
     "",
     `Handlers: \`/burn\` burns 2 ms of CPU synchronously, \`/burn-async\` after one event-loop turn (setImmediate), \`/io\` awaits a 20 ms timer (an upstream) then burns 0.2 ms. Capacity on one core is ~450 req/s for the first two.`,
     `Overload: wrk -t1 -c${CONNECTIONS} (closed loop: a refused connection asks again at once, so offered load is far above 4× capacity for the CPU handlers), ${warmS} s warm-up, 1 s pause, ${seconds} s measured.`,
-    `Half of capacity: serve-hygiene with the same defaults, wrk paced (latency.lua's schedule) at half the unprotected server's 2xx/s of the same round, ${PACED_CONNECTIONS} connections, the server tracing its gate state every 50 ms (BENCH_TRACE) so that a refusal names its layer; its "goodput share" is 2xx/s ÷ the offered rate.`,
+    `Half of capacity: serve-hygiene with the same defaults, wrk paced (latency.lua's schedule) at half the unprotected server's 2xx/s of the same round, ${PACED_CONNECTIONS} connections, the server tracing its gate state every 50 ms (BENCH_TRACE) so that a refusal names its layer; its "goodput share" is 2xx/s ÷ the offered rate. "From a fresh process": the same, with no warm-up and no pause, so the measured run begins with the server's first requests (the adaptive limit's slow start meets the paced load).`,
     `Unloaded: the unprotected server with 1 connection, ${unloadedS} s. Latency is timed per 2xx response by wrk (bench/http/latency.lua: each request carries its send time, the server echoes it), so p50/p99/max cover admitted requests only.`,
     holdMs > 0
       ? `wrk opens its ${CONNECTIONS} connections at once and holds each one's first request ${holdMs} ms (latency.lua), so the server, still idle, accepts them all before the load starts; the figures cover the ${seconds} s after the hold. Without it, Node (which accepts one connection per event-loop turn) left a subject with long loop turns — the unprotected server, the 15-line cap — with up to 120 of the connections still in the kernel's accept queue after 10 s: those subjects faced fewer clients than serve-hygiene, whose short turns accept them all within half a second. "not accepted" is that queue's mean length over the measured run (/proc/net/tcp). "p99 after 1 s" covers the requests sent 1 s or more into the measured run.`
@@ -209,7 +215,7 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
       );
     }
   }
-  const color = { none: "#9aa5b1", cap: "#7cb5ec", lib: "#1f5fa8", gate: "#8085e9", up: "#f7a35c", half: "#90ed7d" };
+  const color = { none: "#9aa5b1", cap: "#7cb5ec", lib: "#1f5fa8", gate: "#8085e9", up: "#f7a35c", half: "#90ed7d", fresh: "#2b908f" };
   const loaded = cases.filter((c) => c.id !== "unloaded");
   const maxP99 = Math.max(...loaded.map((c) => c.p99Us / 1000).filter(Number.isFinite));
   const top = Math.log10(Math.max(1000, maxP99) * 1.5) + 1;
