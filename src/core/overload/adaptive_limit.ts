@@ -51,7 +51,8 @@ export interface AdaptiveLimitOptions {
   /**
    * The shortest window, in milliseconds. A window also lasts at least twice the baseline
    * latency (a change of the limit must show in it) and holds at least `windowSamples` samples.
-   * In slow start from a limit of 4, a window lasts twice the baseline, at least half of this.
+   * In slow start from a limit of 4, a window is read from the requests that began in it, once
+   * twice their mean latency has passed (at least twice the baseline, and half of this).
    * @default 100
    */
   windowMs?: number;
@@ -198,8 +199,8 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       let shortMs: number;
       if (starting && limit >= 4 && baseline !== undefined) {
         // Slow start from a limit of 4 reads only the requests admitted under the window's
-        // limit (the ones that began in it), once as long as twice their mean latency has
-        // passed (at least twice the baseline and windowMs / 2): 20 ms work reaches the 64
+        // limit (the ones that began in it), once twice their mean latency has passed (at
+        // least twice the baseline and windowMs / 2): 20 ms work reaches the 64
         // permits it needs at half of one core's capacity 400 ms after its first request
         // instead of 600 (a fresh process refused ~70 requests of such a burst at the wait
         // bounds). Read with all the window's requests, a doubling did not show until the next
