@@ -51,7 +51,9 @@ export interface ConcurrencyLimitOptions {
    * later free permits or at `shedWaitMs`; refusing them all at once sent them back together
    * under a closed loop). Waiters no permit reaches wait until `shedWaitMs`. A wait counts
    * from when permits last started coming back after a gap longer than this (a wait behind
-   * long work, as at a cold start with a low limit, is not queueing). At most `shedWaitMs`.
+   * long work, as at a cold start with a low limit, is not queueing), and, while an adaptive
+   * limit is still in slow start, from its last doubling (`AdaptiveLimit.rampedAt`: the wait
+   * is for the limit to find its level). At most `shedWaitMs`.
    * @default min(100, shedWaitMs)
    */
   standingWaitMs?: number;

@@ -325,7 +325,7 @@ describe("concurrency limit", () => {
     const held: { permit: Permit; at: number }[] = [{ permit: limit.tryAcquire(clock.now()) as Permit, at: clock.now() }];
     const waits = Array.from({ length: 60 }, () => limit.acquire());
     const outcomes: (Permit | Refusal | undefined)[] = waits.map(() => undefined);
-    const waitedMs: number[] = [];
+    const waitedMs: number[] = []; // each waiter's wait (all joined at 0)
     waits.forEach((p, i) =>
       void p.then((got) => {
         outcomes[i] = got;
