@@ -112,10 +112,11 @@ export class _WaitQueue {
    * the older ones stay, and the permit stays free for the next request. The owner passes as
    * `since` when permits last started coming back after a gap longer than the bound: a wait
    * before that was for long work, not in a queue (Infinity: take the waiter whatever its wait).
+   * `oldest`: the oldest waiter, standing or not (the owner admits the ones whose wait is up).
    */
-  take(now: number, since: number): _Waiter | undefined {
+  take(now: number, since: number, oldest = false): _Waiter | undefined {
     if (this.#count === 0) return undefined;
-    const lifo = this.standing(now);
+    const lifo = !oldest && this.standing(now);
     let w: _Waiter | undefined;
     if (lifo) {
       do w = this.#items.pop(); while (w !== undefined && !w.live);
@@ -148,6 +149,18 @@ export class _WaitQueue {
     this.#gone(w, now, false);
     this.#trim();
     w.settle("queue-timeout");
+  }
+
+  /** How many waiters have waited `maxWaitMs` or longer by `now` (the oldest are at the head). */
+  due(now: number): number {
+    let n = 0;
+    for (let i = this.#head; i < this.#items.length; i++) {
+      const w = this.#items[i]!;
+      if (!w.live) continue;
+      if (now - w.at < this.#maxWaitMs) break;
+      n++;
+    }
+    return n;
   }
 
   /** Refuses every waiter whose sojourn reached maxWaitMs (the oldest are at the head). */

@@ -149,16 +149,21 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
 
   const refusal = (reason: Refusal["reason"]): Refusal => Object.freeze({ ok: false, reason, retryAfterMs });
   const refusals = { shed: refusal("shed"), "queue-full": refusal("queue-full"), "queue-timeout": refusal("queue-timeout"), aborted: refusal("aborted") };
-  // A waiter's wait is up: if no permit came back for a whole wait bound, the work is long, not
+  // A waiter's wait is up. If no permit came back for a whole wait bound, the work is long, not
   // queued; the adaptive limit grows and lets waiters in, rather than refuse them and stay
-  // where it started.
+  // where it started. If permits come back but the limit is still in slow start, the waiters
+  // waited for it to find its level: it doubles at once until it holds them (`hurry`), and
+  // lets them in.
   const onDue = (now: number) => {
-    if (adaptive === undefined || now - releasedAt < shedWaitMs) return;
-    releasedAt = now; // once per wait bound
-    adaptive.stalled();
+    if (adaptive === undefined) return;
+    if (now - releasedAt >= shedWaitMs) {
+      releasedAt = now; // once per wait bound
+      adaptive.stalled();
+    } else if (adaptive.hurry?.(now, inFlight + queue.due(now)) !== true) return;
     limit = adaptive.limit;
-    // These waited for work that is long, not queued: admitted whatever their wait.
-    admitWaiting(now, Infinity);
+    // These waited for the limit, not in a queue: admitted whatever their wait, oldest first
+    // (those are the ones whose wait is up; newest first would admit the later ones instead).
+    admitWaiting(now, Infinity, true);
   };
   const queue = new _WaitQueue(clock, shedWaitMs, lifoAfterMs, onDue, standingWaitMs);
   let limit = adaptive === undefined ? fixed : adaptive.limit;
@@ -169,11 +174,11 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
   /** When permits last started coming back after a gap longer than standingWaitMs. */
   let flowingSince = -Infinity;
 
-  // Hands free permits to waiters while there are both (the limit may have grown). `since`: see
-  // _WaitQueue.take.
-  const admitWaiting = (now: number, since: number) => {
+  // Hands free permits to waiters while there are both (the limit may have grown). `since` and
+  // `oldest`: see _WaitQueue.take.
+  const admitWaiting = (now: number, since: number, oldest = false) => {
     while (inFlight < limit) {
-      const w = queue.take(now, since);
+      const w = queue.take(now, since, oldest);
       if (w === undefined) break;
       inFlight++;
       w.settle(now);

@@ -371,6 +371,45 @@ describe("concurrency limit", () => {
     assert.ok(!refused.ok && refused.reason === "queue-timeout", `refused by the standing bound: ${JSON.stringify(refused)}`);
   });
 
+  test("concurrency limit: a first burst larger than slow start reaches within the wait bound is admitted, oldest first, as the adaptive limit doubles at once (hurry)", async () => {
+    // A fresh process behind 120 clients that all send at once and again as soon as they are
+    // answered (a closed loop), 35 ms work each. Slow start reaches 64 permits near 500 ms; the
+    // clients whose first request still waits then are due at the wait bound.
+    const clock = createManualClock();
+    const adaptive = createAdaptiveLimit();
+    const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 500, clock });
+    const held: { permit: Permit; at: number; id: number }[] = [];
+    const served = new Set<number>();
+    let refused = 0;
+    let servedAt = 0; // when the last client was served for the first time
+    const send = (id: number) =>
+      void limit.acquire(undefined, clock.now()).then((got) => {
+        if (!got.ok) {
+          refused++;
+          return send(id);
+        }
+        if (!served.has(id)) servedAt = clock.now();
+        served.add(id);
+        held.push({ permit: got, at: clock.now(), id });
+      });
+    for (let id = 0; id < 120; id++) send(id);
+    await flushMicrotasks();
+    for (let t = 0; t < 700; t++) {
+      clock.advance(1);
+      for (const h of held.filter((h) => clock.now() - h.at >= 35)) {
+        held.splice(held.indexOf(h), 1);
+        h.permit.complete();
+        send(h.id);
+      }
+      await flushMicrotasks();
+    }
+    assert.equal(refused, 0, "none refused at the wait bound");
+    assert.equal(served.size, 120, "every client served");
+    assert.ok(servedAt >= 500 && servedAt < 520, `the last first requests were admitted when their wait was up: ${servedAt}`);
+    assert.ok(adaptive.rampedAt! >= 500, "by a doubling at the wait bound, in slow start");
+    for (const h of held) h.permit.release();
+  });
+
   test("concurrency limit: permits held past the wait bound with none coming back (long polls) make the adaptive limit grow, not pin it", async () => {
     const clock = createManualClock();
     const limit = createConcurrencyLimit({ limit: createAdaptiveLimit(), shedWaitMs: 500, clock });
