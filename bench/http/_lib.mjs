@@ -48,7 +48,7 @@ export const currentTree = { name: "current", root, built };
 
 /** How each runtime starts a server file of `tree`. */
 export const runtimes = {
-  node: (file, args, tree = currentTree) => [process.execPath, [join(tree.built, "bench", "http", "servers", `${file}.js`), ...args]],
+  node: (file, args, tree = currentTree) => [process.execPath, [...(process.env.BENCH_NODE_FLAGS?.split(" ").filter(Boolean) ?? []), join(tree.built, "bench", "http", "servers", `${file}.js`), ...args]],
   deno: (file, args) => [bin("deno"), ["run", "-A", join("bench", "http", "servers", `${file}.ts`), ...args]],
   bun: (file, args) => [bin("bun"), ["run", join("bench", "http", "servers", `${file}.ts`), ...args]],
 };

@@ -3,12 +3,15 @@
 // looking into a figure of the overload part before changing anything; the figures that count
 // come from run.mjs, side by side and over rounds.
 //   node bench/http/probe.mjs <node|deno|bun> <path> [limit|-] [ENV=value ...]
-//     [--connections=256] [--seconds=6] [--rate=-] [--warm]
+//     [--connections=256] [--seconds=6] [--rate=-] [--warm] [--variant=lib]
 // e.g. node bench/http/probe.mjs node /io - BENCH_WAITS=1 'BENCH_ADAPTIVE={"tolerance":1.2}'
 // The server is pinned to core 1 and wrk to core 0 (as in run.mjs); wrk holds every
 // connection's first request 1 s (latency.lua) so the server accepts them all first. `--warm`:
 // one 2 s run first, then a 1 s pause (as the overload part's warm-up). `--rate`: paced, in
-// requests a second (the half-of-capacity runs). Prints the server's WAITS/TRACE lines and the
+// requests a second (the half-of-capacity runs). `--variant`: another server variant of
+// bench/http/servers (e.g. `none`, the unprotected server, to compare with). BENCH_NODE_FLAGS (an
+// environment variable of this script): flags for a Node server (e.g. `--cpu-prof
+// --cpu-prof-dir=DIR`), which is then sent SIGTERM before it is killed. Prints the server's WAITS/TRACE lines and the
 // measured run's 2xx/s, 503/s and admitted p50/p99 (the seconds after the hold). The load goes
 // through _lib.mjs's load(), as in run.mjs. The server is one this script started, ended by its PID.
 import { compileForNode, detectLoadGenerator, histPercentile, load, runtimes, sleep, stopServer, startServer } from "./_lib.mjs";
@@ -31,7 +34,8 @@ const seconds = Number(flag("seconds", "6"));
 const rateFlag = flag("rate", "-");
 const rate = rateFlag === "-" ? undefined : Number(rateFlag);
 if (rt === "node") compileForNode();
-const server = await startServer(rt, rt, ["lib", limit], { env });
+const variant = flag("variant", "lib");
+const server = await startServer(rt, rt, [variant, limit], { env });
 const traced = [];
 server.child.stderr.on("data", (chunk) => {
   for (const l of String(chunk).split("\n")) if (l.startsWith("WAITS") || l.startsWith("TRACE")) traced.push(l);
@@ -50,7 +54,11 @@ try {
   await sleep(200);
   const ms = (hist, p) => (hist?.length ? (histPercentile(hist, p) / 1000).toFixed(1) : "-");
   for (const l of traced) console.log(l);
-  console.log(`${rt} ${path} limit ${limit} ${envs.join(" ")}: 2xx/s ${(r.ok / r.seconds).toFixed(0)}, 503/s ${(r.refused / r.seconds).toFixed(0)}, admitted p50 ${ms(r.okHistUs, 50)} ms, p99 ${ms(r.okHistUs, 99)} ms (requests sent after 1 s: p99 ${ms(r.okHistSteadyUs, 99)} ms)`);
+  console.log(`${rt} ${variant} ${path} limit ${limit} ${envs.join(" ")}: 2xx/s ${(r.ok / r.seconds).toFixed(0)}, 503/s ${(r.refused / r.seconds).toFixed(0)}, admitted p50 ${ms(r.okHistUs, 50)} ms, p99 ${ms(r.okHistUs, 99)} ms (requests sent after 1 s: p99 ${ms(r.okHistSteadyUs, 99)} ms)`);
 } finally {
+  if (process.env.BENCH_NODE_FLAGS) {
+    server.child.kill("SIGTERM"); // a profiled server writes its profile on exit
+    await Promise.race([server.exited, sleep(5_000)]);
+  }
   await stopServer(server);
 }
