@@ -151,16 +151,10 @@ export class _WaitQueue {
     w.settle("queue-timeout");
   }
 
-  /** How many waiters have waited `maxWaitMs` or longer by `now` (the oldest are at the head). */
-  due(now: number): number {
-    let n = 0;
-    for (let i = this.#head; i < this.#items.length; i++) {
-      const w = this.#items[i]!;
-      if (!w.live) continue;
-      if (now - w.at < this.#maxWaitMs) break;
-      n++;
-    }
-    return n;
+  /** The oldest waiter, taken, if it has waited `maxWaitMs` or longer by `now`; else undefined. */
+  takeDue(now: number): _Waiter | undefined {
+    const w = this.#oldest();
+    return w === undefined || now - w.at < this.#maxWaitMs ? undefined : this.take(now, Infinity, true);
   }
 
   /** Refuses every waiter whose sojourn reached maxWaitMs (the oldest are at the head). */

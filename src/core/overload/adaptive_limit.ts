@@ -6,8 +6,8 @@
 // smoothed on the way down, clamped to [minLimit, maxLimit]; it starts at its floor and doubles
 // a window until the latency first goes over tolerance (slow start, its windows shorter once
 // the baseline is read; requests waiting meanwhile are not refused as a standing queue: see
-// `rampedAt`; those whose wait bound comes first make it double at once: see `hurry`). Where
-// it departs from Gradient2,
+// `rampedAt`, and those whose wait bound comes first are admitted over it). Where it departs
+// from Gradient2,
 // each departure answers one of its reported failure modes:
 // - the queue allowance is added only while the gradient is 1 (Netflix concurrency-limits
 //   #134): with it added at every gradient, a moderate overload (gradient ≈ 0.8) creeps up;
@@ -73,7 +73,8 @@ export interface AdaptiveLimit {
    * While the limit is still in slow start: when it last doubled (the first sample's time
    * before any window closed); -Infinity once slow start ended. Requests that wait in the
    * meantime wait for the limit to find its level, not in a standing queue: the concurrency
-   * limit counts a waiter's standing time from here. Optional for limits of your own.
+   * limit counts a waiter's standing time from here, and admits a waiter whose wait bound
+   * comes meanwhile over the limit. Optional for limits of your own.
    */
   readonly rampedAt?: number;
   /**
@@ -81,15 +82,6 @@ export interface AdaptiveLimit {
    * use when it completed, and the time now (the window's clock).
    */
   sample(latencyMs: number, inFlight: number, now: number): void;
-  /**
-   * Requests are about to be refused at the wait bound while the limit is still in slow start:
-   * their wait is for the limit to find its level, so it doubles now instead of at the window's
-   * end — as many times as it takes to reach `wanted` permits (those in use and those whose
-   * wait is up), at most `maxLimit` — and a new window begins (the doubling is read before
-   * another). At most once a window; false (nothing changed) once slow start ended, before the
-   * first window closed, or at `maxLimit`. Optional for limits of your own.
-   */
-  hurry?(now: number, wanted: number): boolean;
   /**
    * Every permit was held for a whole wait bound and none came back while requests waited:
    * the work in flight is long (long polls), not queued behind itself, and there is no
@@ -153,20 +145,8 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   let ownCount = 0;
   let used = 0;
   let inFlightSum = 0;
-  /** Whether hurry() doubled the limit in this window. */
-  let hurried = false;
-
-  const restart = (now: number) => {
-    sum = 0;
-    count = 0;
-    ownSum = 0;
-    ownCount = 0;
-    inFlightSum = 0;
-    windowStart = now;
-  };
 
   const close = (shortMs: number, inFlight: number, now: number) => {
-    hurried = false;
     if (baseline === undefined || shortMs < baseline) baseline = shortMs;
     const ratio = shortMs / baseline;
     if (ratio <= tolerance) {
@@ -244,25 +224,14 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
         shortMs = sum / count;
       }
       const meanInFlight = inFlightSum / count;
-      restart(now);
+      sum = 0;
+      count = 0;
+      ownSum = 0;
+      ownCount = 0;
+      inFlightSum = 0;
+      windowStart = now;
       close(shortMs, meanInFlight, now);
       used = 0;
-    },
-    hurry(now, wanted) {
-      // A first burst larger than slow start reaches within the wait bound (a fresh process
-      // behind 256 connections at once refused ~50 of them at the bound): the waiters about to
-      // be refused are admitted at a limit doubled until it holds them. Once a window: the next
-      // doubling, hurried or not, waits until this one's requests have been read.
-      if (!starting || hurried || baseline === undefined || estimate >= maxLimit) return false;
-      hurried = true;
-      do estimate *= 2;
-      while (estimate < wanted && estimate < maxLimit);
-      estimate = Math.min(maxLimit, estimate);
-      limit = Math.floor(estimate);
-      rampedAt = now;
-      restart(now);
-      used = 0;
-      return true;
     },
     stalled() {
       estimate = Math.min(maxLimit, estimate + Math.sqrt(estimate));

@@ -30,7 +30,9 @@ export interface ConcurrencyLimitOptions {
   limit: number | AdaptiveLimit;
   /**
    * How long a request may wait for a permit before it is refused ("queue-timeout"), in
-   * milliseconds: the bound on its time in the queue (its sojourn). 0 means no queue: a request
+   * milliseconds: the bound on its time in the queue (its sojourn). While an adaptive limit is
+   * still in slow start (`AdaptiveLimit.rampedAt`), a waiter whose wait is up is admitted over
+   * the limit instead: it waited for the limit to find its level. 0 means no queue: a request
    * that finds no permit is refused at once ("shed").
    * @default 0
    */
@@ -152,18 +154,32 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
   // A waiter's wait is up. If no permit came back for a whole wait bound, the work is long, not
   // queued; the adaptive limit grows and lets waiters in, rather than refuse them and stay
   // where it started. If permits come back but the limit is still in slow start, the waiters
-  // waited for it to find its level: it doubles at once until it holds them (`hurry`), and
-  // lets them in.
+  // whose wait is up waited for it to find its level, not in a queue: they are admitted over
+  // it (a fresh process behind 256 connections at once refused ~50 at the bound). The limit
+  // itself keeps its course: raised to hold them, it overshot on Node and stayed at 250-340
+  // permits after a storm instead of ~115.
   const onDue = (now: number) => {
     if (adaptive === undefined) return;
     if (now - releasedAt >= shedWaitMs) {
       releasedAt = now; // once per wait bound
       adaptive.stalled();
-    } else if (adaptive.hurry?.(now, inFlight + queue.due(now)) !== true) return;
-    limit = adaptive.limit;
-    // These waited for the limit, not in a queue: admitted whatever their wait, oldest first
-    // (those are the ones whose wait is up; newest first would admit the later ones instead).
-    admitWaiting(now, Infinity, true);
+      limit = adaptive.limit;
+      // Admitted whatever their wait, oldest first (those are the ones whose wait is up).
+      admitWaiting(now, Infinity, true);
+      return;
+    }
+    if (!((adaptive.rampedAt ?? -Infinity) > -Infinity)) return;
+    // Outside the limit's own regime: their latency is not a sample, and the permits in use that
+    // samples report leave them out. Counted in, they made a storm's first window read some 250
+    // permits in use on Node, and halving from there did not lower the latency enough: the
+    // baseline was rebased upward and the limit stayed at ~250 after the storm.
+    for (let w = queue.takeDue(now); w !== undefined; w = queue.takeDue(now)) {
+      inFlight++;
+      over++;
+      admittingOver = true;
+      w.settle(now);
+      admittingOver = false;
+    }
   };
   const queue = new _WaitQueue(clock, shedWaitMs, lifoAfterMs, onDue, standingWaitMs);
   let limit = adaptive === undefined ? fixed : adaptive.limit;
@@ -173,6 +189,9 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
   let releasedAt = clock.now();
   /** When permits last started coming back after a gap longer than standingWaitMs. */
   let flowingSince = -Infinity;
+  /** Permits held over the limit (waiters admitted at their wait bound during slow start). */
+  let over = 0;
+  let admittingOver = false;
 
   // Hands free permits to waiters while there are both (the limit may have grown). `since` and
   // `oldest`: see _WaitQueue.take.
@@ -196,7 +215,7 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
       if (now - releasedAt > standingWaitMs) flowingSince = now;
       releasedAt = now;
       if (sampled !== undefined && adaptive !== undefined) {
-        adaptive.sample(now - sampled.at, inFlight, now);
+        adaptive.sample(now - sampled.at, inFlight - over, now);
         limit = adaptive.limit;
       }
       inFlight--;
@@ -211,6 +230,12 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
     }
   };
 
+  // A permit held over the limit: never a sample.
+  const releaseOver = () => {
+    over--;
+    release(undefined);
+  };
+
   // A waiter and its abort listener are built in scopes of their own: closures made in one
   // scope share what it captured, so a waiter's `settle` would otherwise keep the signal (and
   // with it the request) alive after the waiter left, for as long as the queue keeps its slot.
@@ -218,7 +243,7 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
     at,
     live: true,
     detach: undefined,
-    settle: (outcome) => resolve(typeof outcome === "number" ? new _Permit(release, outcome) : refusals[outcome]),
+    settle: (outcome) => resolve(typeof outcome === "number" ? new _Permit(admittingOver ? releaseOver : release, outcome) : refusals[outcome]),
   });
   const listen = (w: _Waiter, signal: AbortSignalLike, resolve: (p: Permit | Refusal) => void) => {
     const onAbort = () => {

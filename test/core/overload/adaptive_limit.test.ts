@@ -172,46 +172,6 @@ describe("adaptive limit", () => {
     assert.equal(a.rampedAt, -Infinity);
   });
 
-  test("adaptive limit: hurry() doubles the limit in slow start at once until it holds what is wanted, at most once a window, and never after slow start", () => {
-    const a = createAdaptiveLimit({ maxLimit: 100 });
-    assert.equal(a.hurry!(0, 10), false, "no window closed yet: no baseline to ramp from");
-    assert.equal(a.limit, 1);
-    let t = 0;
-    while (a.limit < 8) a.sample(20, a.limit, ++t);
-    const ramped = a.rampedAt!;
-    t += 10;
-    assert.equal(a.hurry!(t, 12), true);
-    assert.equal(a.limit, 16, "doubled at once (once holds 12)");
-    assert.equal(a.rampedAt, t, "rampedAt moves to the hurried doubling");
-    assert.ok(t > ramped);
-    assert.equal(a.hurry!(t + 1, 20), false, "once a window: the doubling is read before another");
-    assert.equal(a.limit, 16);
-    // The window restarted at the hurry: requests that began before it are not its samples.
-    for (let k = 0; k < 40; k++) a.sample(40, 16, t + 30); // began 10 ms before it
-    assert.equal(a.limit, 16, "a window of the requests that began before the doubling is not read");
-    while (a.limit === 16) a.sample(20, 16, ++t + 30);
-    assert.equal(a.limit, 32, "a window read at 16 (within tolerance) doubles as usual");
-    assert.equal(a.hurry!(t + 31, 40), true, "a new window: hurry may double again");
-    assert.equal(a.limit, 64, "twice, to hold 40");
-    t += 31;
-    while (a.limit === 64) a.sample(20, 64, ++t);
-    assert.equal(a.limit, 100, "doubled up to maxLimit");
-    assert.equal(a.hurry!(++t, 200), false, "at maxLimit: nothing to double");
-    // Latency over tolerance ends slow start, and with it hurry.
-    const b = createAdaptiveLimit();
-    t = 0;
-    while (b.limit < 8) b.sample(20, b.limit, ++t);
-    while (b.rampedAt !== -Infinity) b.sample(100, b.limit, ++t);
-    const limit = b.limit;
-    assert.equal(b.hurry!(++t, 100), false, "slow start ended");
-    assert.equal(b.limit, limit);
-    const c = createAdaptiveLimit({ maxLimit: 50 });
-    t = 0;
-    while (c.limit < 4) c.sample(20, c.limit, ++t);
-    assert.equal(c.hurry!(++t, 10_000), true);
-    assert.equal(c.limit, 50, "never past maxLimit");
-  });
-
   test("adaptive limit: bad options throw naming the field", () => {
     assert.throws(() => createAdaptiveLimit({ minLimit: 0 }), /Cannot create adaptive limit as "minLimit" must be a positive integer: current value is 0/);
     assert.throws(() => createAdaptiveLimit({ minLimit: 10, maxLimit: 5 }), /"maxLimit" must be at least "minLimit" \(10\): current value is 5/);

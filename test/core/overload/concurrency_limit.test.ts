@@ -371,9 +371,9 @@ describe("concurrency limit", () => {
     assert.ok(!refused.ok && refused.reason === "queue-timeout", `refused by the standing bound: ${JSON.stringify(refused)}`);
   });
 
-  test("concurrency limit: a first burst larger than slow start reaches within the wait bound is admitted, oldest first, as the adaptive limit doubles at once (hurry)", async () => {
+  test("concurrency limit: a first burst larger than slow start reaches within the wait bound is admitted over the adaptive limit, oldest first, and the limit keeps its course", async () => {
     // A fresh process behind 120 clients that all send at once and again as soon as they are
-    // answered (a closed loop), 35 ms work each. Slow start reaches 64 permits near 500 ms; the
+    // answered (a closed loop), 35 ms work each. Slow start reaches 32 permits near 500 ms; the
     // clients whose first request still waits then are due at the wait bound.
     const clock = createManualClock();
     const adaptive = createAdaptiveLimit();
@@ -382,6 +382,7 @@ describe("concurrency limit", () => {
     const served = new Set<number>();
     let refused = 0;
     let servedAt = 0; // when the last client was served for the first time
+    let over = 0; // the most permits held over the limit
     const send = (id: number) =>
       void limit.acquire(undefined, clock.now()).then((got) => {
         if (!got.ok) {
@@ -391,9 +392,11 @@ describe("concurrency limit", () => {
         if (!served.has(id)) servedAt = clock.now();
         served.add(id);
         held.push({ permit: got, at: clock.now(), id });
+        over = Math.max(over, limit.inFlight - limit.limit);
       });
     for (let id = 0; id < 120; id++) send(id);
     await flushMicrotasks();
+    let limitAtBound = 0;
     for (let t = 0; t < 700; t++) {
       clock.advance(1);
       for (const h of held.filter((h) => clock.now() - h.at >= 35)) {
@@ -402,12 +405,51 @@ describe("concurrency limit", () => {
         send(h.id);
       }
       await flushMicrotasks();
+      if (t === 499) limitAtBound = limit.limit;
     }
     assert.equal(refused, 0, "none refused at the wait bound");
     assert.equal(served.size, 120, "every client served");
     assert.ok(servedAt >= 500 && servedAt < 520, `the last first requests were admitted when their wait was up: ${servedAt}`);
-    assert.ok(adaptive.rampedAt! >= 500, "by a doubling at the wait bound, in slow start");
+    assert.ok(over > 50, `admitted over the limit: ${over} permits over it`);
+    assert.ok(limitAtBound <= 64, `the limit itself was not raised to hold them: ${limitAtBound}`);
+    assert.ok(limit.inFlight <= 120);
     for (const h of held) h.permit.release();
+  });
+
+  test("concurrency limit: only while the adaptive limit is in slow start is a waiter whose wait is up admitted over it", async () => {
+    // Limit 1, permits coming back every 50 ms to the newest waiter (the queue stands at once):
+    // the first waiter is never reached, and its wait is up at 500 ms.
+    const run = async (rampedAt: number) => {
+      const clock = createManualClock();
+      const samples: number[] = []; // the permits in use each sample reports
+      const adaptive = { limit: 1, baselineMs: 20, minLimit: 1, maxLimit: 10, rampedAt, sample: (_ms: number, used: number) => void samples.push(used), stalled() {} };
+      const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 500, lifoAfterMs: 0, standingWaitMs: 500, clock });
+      let permit = limit.tryAcquire(clock.now()) as Permit;
+      let first: Permit | Refusal | undefined;
+      void limit.acquire().then((got) => (first = got));
+      for (let t = 50; t < 500; t += 50) {
+        clock.advance(50);
+        const next = limit.acquire();
+        permit.complete(); // to the newest waiter
+        permit = (await next) as Permit;
+      }
+      assert.equal(first, undefined, "still waiting at 450 ms");
+      clock.advance(50); // its wait is up; the last permit came back 50 ms ago
+      await flushMicrotasks();
+      const inFlight = limit.inFlight;
+      samples.length = 0;
+      permit.complete();
+      if (first?.ok) first.complete();
+      assert.equal(limit.inFlight, 0);
+      return { first, inFlight, samples };
+    };
+    const ramping = await run(0);
+    assert.ok(ramping.first?.ok, "in slow start: admitted at its wait bound");
+    assert.equal(ramping.inFlight, 2, "over the limit of 1");
+    assert.deepEqual(ramping.samples, [1], "the permit held over the limit is not a sample, nor counted in the permits in use a sample reports");
+    const settled = await run(-Infinity);
+    assert.ok(settled.first !== undefined && !settled.first.ok && settled.first.reason === "queue-timeout", `slow start over: refused at its wait bound: ${JSON.stringify(settled.first)}`);
+    assert.equal(settled.inFlight, 1);
   });
 
   test("concurrency limit: permits held past the wait bound with none coming back (long polls) make the adaptive limit grow, not pin it", async () => {
