@@ -170,9 +170,9 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
     }
     if (!((adaptive.rampedAt ?? -Infinity) > -Infinity)) return;
     // Outside the limit's own regime: their latency is not a sample, and the permits in use that
-    // samples report leave them out. Counted in, they made a storm's first window read some 250
-    // permits in use on Node, and halving from there did not lower the latency enough: the
-    // baseline was rebased upward and the limit stayed at ~250 after the storm.
+    // samples report leave them out. Counted in, Node's I/O-bound limit ended a 3 s storm at ~250
+    // in 1 of 3 step runs instead of ~100 (read as the baseline's upward rebase: from a window of
+    // ~250 permits in use, halving did not lower the latency enough).
     for (let w = queue.takeDue(now); w !== undefined; w = queue.takeDue(now)) {
       inFlight++;
       over++;
