@@ -24,8 +24,11 @@ import type { Clock, TimerHandle } from "../clock.ts";
 export interface _Waiter {
   /** When it joined the queue. */
   readonly at: number;
-  /** Called once: with the time the permit was handed over, or with the reason it was refused. */
-  readonly settle: (outcome: number | "queue-timeout" | "aborted") => void;
+  /**
+   * Called once: with the time the permit was handed over, or with the reason it was refused.
+   * `over`: the permit is handed over past the limit (the owner's call, not the queue's).
+   */
+  readonly settle: (outcome: number | "queue-timeout" | "aborted", over?: boolean) => void;
   live: boolean;
   detach: (() => void) | undefined;
 }

@@ -176,9 +176,7 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
     for (let w = queue.takeDue(now); w !== undefined; w = queue.takeDue(now)) {
       inFlight++;
       over++;
-      admittingOver = true;
-      w.settle(now);
-      admittingOver = false;
+      w.settle(now, true);
     }
   };
   const queue = new _WaitQueue(clock, shedWaitMs, lifoAfterMs, onDue, standingWaitMs);
@@ -191,7 +189,6 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
   let flowingSince = -Infinity;
   /** Permits held over the limit (waiters admitted at their wait bound during slow start). */
   let over = 0;
-  let admittingOver = false;
 
   // Hands free permits to waiters while there are both (the limit may have grown). `since` and
   // `oldest`: see _WaitQueue.take.
@@ -243,7 +240,7 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
     at,
     live: true,
     detach: undefined,
-    settle: (outcome) => resolve(typeof outcome === "number" ? new _Permit(admittingOver ? releaseOver : release, outcome) : refusals[outcome]),
+    settle: (outcome, pastLimit) => resolve(typeof outcome === "number" ? new _Permit(pastLimit === true ? releaseOver : release, outcome) : refusals[outcome]),
   });
   const listen = (w: _Waiter, signal: AbortSignalLike, resolve: (p: Permit | Refusal) => void) => {
     const onAbort = () => {
