@@ -27,11 +27,12 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
   lifoAfterMs?: number;
   /**
    * Gate 7: once the queue stands, a free permit does not go to a waiter that has waited
-   * longer than this; that waiter is refused ("queue-timeout") instead of being admitted late,
-   * one a free permit (the older ones stay until a later permit reaches them or `shedWaitMs`).
-   * A wait counts from when permits last started coming back after a gap longer than this
-   * (waiting behind long work is not queueing). At most `shedWaitMs`.
-   * @default min(100, shedWaitMs)
+   * longer than this; the permit stays free for the next request and the waiter is held,
+   * refused ("queue-timeout") at `shedWaitMs` while requests keep finding the limit full, at
+   * once when none has for `lifoAfterMs`. A wait counts from when permits last started coming
+   * back after a gap longer than this and `lifoAfterMs` (waiting behind long work is not
+   * queueing), and not during the adaptive limit's slow start. At most `shedWaitMs`.
+   * @default min(20, shedWaitMs)
    */
   standingWaitMs?: number;
   /**

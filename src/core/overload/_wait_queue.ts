@@ -7,16 +7,14 @@
 // `maxWaitMs`; one timer, for the oldest waiter, does that (lazily: a permit may still reach a
 // waiter whose wait is just up). While the queue stands, a free permit does not go to a waiter
 // that has waited longer than `standingWaitMs` (CoDel's short target once the queue has not
-// drained within an interval): that waiter is refused instead, one a free permit, as CoDel
-// drops at dequeue, and the permit stays free for the next request. The older waiters under it
-// stay: each later free permit refuses the next one it reaches, and the wait bound the rest.
-// Refusing them all at once made a cohort: under a closed loop every refused client comes
-// straight back, together. The queue emptied that way has not drained, so it stays standing.
-// The bound has no timer of its own: it is checked only when a permit is free, so it refuses
-// only where a waiter would otherwise be admitted late (no permit: waiters wait up to
-// `maxWaitMs`). A wait counts only from when permits last started coming back after a gap
-// longer than the bound (the owner says when): waiting behind long work is not queueing. A
-// waiter whose client leaves is removed at once.
+// drained within an interval): `take` gives none, and the permit stays free for the next
+// request. That waiter is not refused there either: it stays, with the older ones under it,
+// until the owner lets a permit reach it whatever its wait (requests stopped finding the limit
+// full) or its wait bound refuses it. Refused at the short target instead, one a free permit,
+// each refusal came straight back under a closed loop: an I/O-bound storm on Node answered
+// ~600 503s a second at a 20 ms target, ~150 with the waiters kept. A wait counts only from
+// when permits last started coming back after a gap longer than the bound (the owner says
+// when): waiting behind long work is not queueing. A waiter whose client leaves is removed at once.
 // Internal: the concurrency limit owns one.
 import type { Clock, TimerHandle } from "../clock.ts";
 
@@ -47,8 +45,6 @@ export class _WaitQueue {
   #count = 0;
   /** When the queue last drained (it is "standing" once it has not for lifoAfterMs). */
   #emptyAt = 0;
-  /** When the standing bound last emptied the queue (an empty queue that has not drained), or -Infinity. */
-  #droppedAt = -Infinity;
   #timer: TimerHandle | undefined = undefined;
   #timed: boolean;
   readonly #onDue: (now: number) => void;
@@ -78,9 +74,7 @@ export class _WaitQueue {
   }
 
   push(w: _Waiter): void {
-    // Fresh again only if it drained: emptied by the standing bound, it still stands (unless
-    // nothing came for a whole interval since).
-    if (this.#count === 0 && w.at - this.#droppedAt >= this.#lifoAfterMs) this.#emptyAt = w.at;
+    if (this.#count === 0) this.#emptyAt = w.at;
     this.#items.push(w);
     this.#count++;
     if (this.#timed && this.#timer === undefined) this.#arm(w.at);
@@ -111,10 +105,10 @@ export class _WaitQueue {
    * The waiter that gets a free permit: the oldest while fresh, the newest while standing.
    * (One whose wait is just up is served rather than refused: the bound is on refusals.)
    * Undefined when none waits, or when the queue stands and even its newest waiter has waited
-   * past `standingWaitMs` counted from `since`: then that waiter is refused ("queue-timeout"),
-   * the older ones stay, and the permit stays free for the next request. The owner passes as
-   * `since` when permits last started coming back after a gap longer than the bound: a wait
-   * before that was for long work, not in a queue (Infinity: take the waiter whatever its wait).
+   * past `standingWaitMs` counted from `since`: then every waiter stays, and the permit stays
+   * free for the next request. The owner passes as `since` when permits last started coming
+   * back after a gap longer than the bound: a wait before that was for long work, not in a
+   * queue (Infinity: take the waiter whatever its wait).
    * `oldest`: the oldest waiter, standing or not (the owner admits the ones whose wait is up).
    */
   take(now: number, since: number, oldest = false): _Waiter | undefined {
@@ -122,11 +116,9 @@ export class _WaitQueue {
     const lifo = !oldest && this.standing(now);
     let w: _Waiter | undefined;
     if (lifo) {
-      do w = this.#items.pop(); while (w !== undefined && !w.live);
-      if (now - Math.max(w!.at, since) > this.#standingWaitMs) {
-        this.#drop(w!, now);
-        return undefined;
-      }
+      // The array's last slot holds a live waiter whenever one waits (#trim keeps it so).
+      if (now - Math.max(this.#items[this.#items.length - 1]!.at, since) > this.#standingWaitMs) return undefined;
+      w = this.#items.pop();
     } else {
       const items = this.#items;
       do {
@@ -146,18 +138,25 @@ export class _WaitQueue {
     this.#trim();
   }
 
-  // The standing bound refuses the waiter a free permit reached. Emptied that way, the queue
-  // has not drained: it still stands.
-  #drop(w: _Waiter, now: number): void {
-    this.#gone(w, now, false);
-    this.#trim();
-    w.settle("queue-timeout");
-  }
-
   /** The oldest waiter, taken, if it has waited `maxWaitMs` or longer by `now`; else undefined. */
   takeDue(now: number): _Waiter | undefined {
     const w = this.#oldest();
     return w === undefined || now - w.at < this.#maxWaitMs ? undefined : this.take(now, Infinity, true);
+  }
+
+  /**
+   * Refuses the waiters past `standingWaitMs` (counted from `since`, as in `take`), newest
+   * first: the owner's call, once the waiters `take` held have no fresher request to make room for.
+   */
+  dropStale(now: number, since: number): void {
+    while (this.#count > 0) {
+      const w = this.#items[this.#items.length - 1]!;
+      if (now - Math.max(w.at, since) <= this.#standingWaitMs) break;
+      this.#items.pop();
+      this.#gone(w, now);
+      this.#trim();
+      w.settle("queue-timeout");
+    }
   }
 
   /** Refuses every waiter whose sojourn reached maxWaitMs (the oldest are at the head). */
@@ -174,16 +173,14 @@ export class _WaitQueue {
     this.#trim();
   }
 
-  // `drained`: false when the standing bound emptied the queue (it still stands).
-  #gone(w: _Waiter, now: number, drained = true): void {
+  #gone(w: _Waiter, now: number): void {
     w.live = false;
     w.detach?.();
     // Its abort listener's hold on the request (a tombstone may wait a while to reach an end).
     w.detach = undefined;
     this.#count--;
     if (this.#count === 0) {
-      if (drained) this.#emptyAt = now;
-      else this.#droppedAt = now;
+      this.#emptyAt = now;
       this.#timer?.cancel();
       this.#timer = undefined;
     }

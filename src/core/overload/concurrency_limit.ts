@@ -1,4 +1,4 @@
-import type { Clock } from "../clock.ts";
+import type { Clock, TimerHandle } from "../clock.ts";
 import { systemClock } from "../clock.ts";
 import { _durationMs, _fail, _options, _nonNegativeInt, _positiveIntOrInfinity, _given } from "../_validate.ts";
 import type { AdaptiveLimit } from "./adaptive_limit.ts";
@@ -13,13 +13,12 @@ import { _WaitQueue, type _Waiter } from "./_wait_queue.ts";
 export const DEFAULT_SHED_WAIT_MS = 500;
 
 /**
- * The default bound on the wait of a request admitted once the queue stands: long enough that
- * under a closed-loop storm few waiters reach it (each refusal comes straight back and costs
- * CPU), short enough that a request admitted late has not waited longer than it would have in
- * front of an unprotected server. In a traced I/O-bound storm on Bun, 3.7 % of admissions had
- * waited over 100 ms, and they made the admitted p99.
+ * The default bound on the wait of a request admitted once the queue stands: a permit reaches
+ * no waiter older than this while fresher requests keep coming for it. A waiter past it is held,
+ * not refused (see `standingWaitMs`), so a short bound costs few refusals; bench/README
+ * (part 2) has what 20 ms against 100 did to the admitted p99 of the overload storms.
  */
-export const DEFAULT_STANDING_WAIT_MS = 100;
+export const DEFAULT_STANDING_WAIT_MS = 20;
 
 /** Options of {@linkcode createConcurrencyLimit}. */
 export interface ConcurrencyLimitOptions {
@@ -47,16 +46,16 @@ export interface ConcurrencyLimitOptions {
   lifoAfterMs?: number;
   /**
    * Once the queue stands (not drained for `lifoAfterMs`), a free permit does not go to a
-   * waiter that has waited longer than this: that waiter is refused ("queue-timeout") instead
-   * of being admitted late, and the permit stays free for the next request. CoDel's short
-   * target, applied as CoDel drops: one waiter a free permit (the older ones stay, refused by
-   * later free permits or at `shedWaitMs`; refusing them all at once sent them back together
-   * under a closed loop). Waiters no permit reaches wait until `shedWaitMs`. A wait counts
-   * from when permits last started coming back after a gap longer than this (a wait behind
-   * long work, as at a cold start with a low limit, is not queueing), and, while an adaptive
-   * limit is still in slow start, from its last doubling (`AdaptiveLimit.rampedAt`: the wait
-   * is for the limit to find its level). At most `shedWaitMs`.
-   * @default min(100, shedWaitMs)
+   * waiter that has waited longer than this: the permit stays free for the next request, and
+   * the waiter is held, neither admitted late nor refused there (CoDel's short target; refused
+   * at it instead, each refusal came straight back under a closed loop). Held waiters are
+   * refused ("queue-timeout") at `shedWaitMs` while requests keep finding every permit in use,
+   * and at once when none has for `lifoAfterMs` (the overload is over). A wait counts from when
+   * permits last started coming back after a gap longer than this and `lifoAfterMs` (a wait
+   * behind long work, as at a cold start with a low limit, is not queueing), and not at all
+   * while an adaptive limit is still in slow start (`AdaptiveLimit.rampedAt`: the wait is for
+   * the limit to find its level). At most `shedWaitMs`.
+   * @default min(20, shedWaitMs)
    */
   standingWaitMs?: number;
   /** The Retry-After hint of a refusal, in milliseconds. @default 1000 */
@@ -146,6 +145,7 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
   const lifoAfterMs = _durationMs(what, "lifoAfterMs", _given(o.lifoAfterMs, 100), { zero: true });
   const standingWaitMs = _durationMs(what, "standingWaitMs", _given(o.standingWaitMs, Math.min(DEFAULT_STANDING_WAIT_MS, shedWaitMs)), { zero: true });
   if (standingWaitMs > shedWaitMs) _fail(what, "standingWaitMs", `at most "shedWaitMs" (${shedWaitMs})`, standingWaitMs);
+  const flowGapMs = Math.max(standingWaitMs, lifoAfterMs);
   const retryAfterMs = _durationMs(what, "retryAfterMs", _given(o.retryAfterMs, 1000));
   const clock = o.clock ?? systemClock;
 
@@ -189,6 +189,9 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
   let flowingSince = -Infinity;
   /** Permits held over the limit (waiters admitted at their wait bound during slow start). */
   let over = 0;
+  /** When a request last found every permit in use (the standing bound holds waiters only while requests keep doing so). */
+  let pressedAt = -Infinity;
+  let calm: TimerHandle | undefined;
 
   // Hands free permits to waiters while there are both (the limit may have grown). `since` and
   // `oldest`: see _WaitQueue.take.
@@ -207,24 +210,44 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
       inFlight--;
     } else {
       const now = clock.now();
-      // No permit came back for longer than the standing bound: what waited so far waited for
-      // long work (a cold start at a low limit, a stall), not in a queue.
-      if (now - releasedAt > standingWaitMs) flowingSince = now;
+      // No permit came back for longer than the standing bound (and lifoAfterMs: a loop turn
+      // under load can outlast a short bound): what waited so far waited for long work (a cold
+      // start at a low limit, a stall), not in a queue.
+      if (now - releasedAt > flowGapMs) flowingSince = now;
       releasedAt = now;
       if (sampled !== undefined && adaptive !== undefined) {
         adaptive.sample(now - sampled.at, inFlight - over, now);
         limit = adaptive.limit;
       }
       inFlight--;
-      // While the adaptive limit is still in slow start, a wait counts from its last doubling:
-      // requests wait for the limit to find its level, not in a standing queue.
-      if (queue.length > 0) admitWaiting(now, adaptive === undefined ? flowingSince : Math.max(flowingSince, adaptive.rampedAt ?? -Infinity));
+      if (queue.length > 0) {
+        const since = waitSince();
+        admitWaiting(now, since);
+        if (queue.length > 0 && inFlight < limit) settleHeld(now, since);
+      }
     }
     if (inFlight === 0 && idleWaiters.length > 0) {
       const resolved = idleWaiters;
       idleWaiters = [];
       for (const resolve of resolved) resolve();
     }
+  };
+
+  // When a waiter's wait counts from (see _WaitQueue.take). While the adaptive limit is still
+  // in slow start, not at all: requests wait for the limit to find its level, not in a standing
+  // queue (a slow-start window outlasts the standing bound).
+  const waitSince = () => ((adaptive?.rampedAt ?? -Infinity) > -Infinity ? Infinity : flowingSince);
+  // Waiters held past the standing bound beside free permits. While requests keep finding the
+  // limit full, they wait on: fresh requests take the permits. Once none has for lifoAfterMs,
+  // the overload is over and they are refused at once, rather than wait out shedWaitMs beside
+  // free permits (admitted then, a storm whose limit grew admitted ~250 ms-old requests on
+  // Node). One timer at a time, only while some are held.
+  const settleHeld = (now: number, since: number) => {
+    if (now - pressedAt > lifoAfterMs) return queue.dropStale(now, since);
+    calm ??= clock.setTimeout(() => {
+      calm = undefined;
+      if (queue.length > 0 && inFlight < limit) settleHeld(clock.now(), waitSince());
+    }, pressedAt + lifoAfterMs + 1 - now);
   };
 
   // A permit held over the limit: never a sample.
@@ -253,7 +276,10 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
   };
 
   const tryAcquire = (now?: number): Permit | Refusal => {
-    if (inFlight >= limit) return refusals.shed;
+    if (inFlight >= limit) {
+      pressedAt = now ?? clock.now();
+      return refusals.shed;
+    }
     inFlight++;
     return new _Permit(release, adaptive === undefined ? 0 : now ?? clock.now());
   };

@@ -148,7 +148,7 @@ describe("concurrency limit", () => {
     assert.equal(limit.waiting, 1);
   });
 
-  test("concurrency limit: once the queue stands, no waiter is admitted past standingWaitMs; one refused a free permit, the permit stays free, the queue still stands", async () => {
+  test("concurrency limit: once the queue stands, no waiter is admitted past standingWaitMs; while requests keep finding the limit full it is held, not refused, and the permit stays free for the next request; once none has for lifoAfterMs, it is refused", async () => {
     const clock = createManualClock();
     const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 1000, lifoAfterMs: 100, standingWaitMs: 100, clock });
     assert.throws(() => createConcurrencyLimit({ limit: 1, shedWaitMs: 50, standingWaitMs: 60 }), /"standingWaitMs" must be at most "shedWaitMs" \(50\): current value is 60/);
@@ -156,6 +156,8 @@ describe("concurrency limit", () => {
     let held = limit.tryAcquire() as Permit;
     const results: string[] = [];
     const join = (name: string) => limit.acquire().then((r) => (results.push(`${name}:${r.ok ? "in" : r.reason}`), r));
+    // A request that finds every permit in use (and is turned away: no queue for it here).
+    const press = () => assert.equal(limit.tryAcquire(clock.now()).ok, false, "the limit is full");
     const p = join("p");
     clock.advance(10);
     const a = join("a");
@@ -164,73 +166,80 @@ describe("concurrency limit", () => {
     clock.advance(30); // t=50: fresh, oldest first
     held.release();
     held = (await p) as Permit;
-    clock.advance(80); // t=130: standing; even the newest (b) has waited 110 ms, permits coming back meanwhile
+    clock.advance(40);
+    press(); // t=90
+    clock.advance(40); // t=130: standing; even the newest (b) has waited 110 ms, permits coming back meanwhile
     held.release();
-    await b;
-    assert.deepEqual(results, ["p:in", "b:queue-timeout"], "the newest refused rather than admitted late");
-    assert.equal(limit.waiting, 1, "the older waiter stays: one refusal a free permit");
+    await flushMicrotasks();
+    assert.deepEqual(results, ["p:in"], "neither admitted late nor refused");
+    assert.equal(limit.waiting, 2, "both stay");
     assert.equal(limit.inFlight, 0, "the permit stays free for the next request");
-    // The next request takes the free permit at once, past the older waiter.
-    held = (await limit.acquire()) as Permit;
-    assert.equal(limit.waiting, 1);
-    held.release(); // the next free permit reaches the older waiter: refused too
-    await a;
-    assert.deepEqual(results, ["p:in", "b:queue-timeout", "a:queue-timeout"]);
+    // The next request takes the free permit at once, past the held waiters.
+    held = (await limit.acquire(undefined, clock.now())) as Permit;
+    assert.equal(limit.waiting, 2);
+    clock.advance(50);
+    press(); // t=180: requests still find the limit full
+    held.release();
+    await flushMicrotasks();
+    assert.deepEqual(results, ["p:in"], "still held");
+    assert.equal(limit.inFlight, 0);
+    // No request finds the limit full for lifoAfterMs: the overload is over, and the held
+    // waiters are refused at once (admitted, they would be admitted late), without another
+    // permit coming back and long before their wait bound.
+    clock.advance(100);
+    await flushMicrotasks();
+    assert.deepEqual(results, ["p:in"], "not before lifoAfterMs has passed");
+    clock.advance(1); // t=281
+    await Promise.all([a, b]);
+    assert.deepEqual(results, ["p:in", "b:queue-timeout", "a:queue-timeout"], "newest first");
     assert.equal(limit.waiting, 0);
     assert.equal(limit.inFlight, 0);
-    assert.equal(clock.pendingTimers, 0, "no sojourn timer left behind");
-    // Emptied by the bound, not drained: the queue still stands, so it serves newest first at once.
-    held = limit.tryAcquire() as Permit;
-    const c = join("c");
-    clock.advance(10);
-    const d = join("d");
-    clock.advance(10); // t=150: c has waited 20 ms, d 10 ms
-    held.release();
-    held = (await d) as Permit;
-    assert.deepEqual(results.slice(3), ["d:in"]);
-    held.release();
-    held = (await c) as Permit;
-    assert.deepEqual(results.slice(4), ["c:in"]);
+    clock.advance(1000);
+    assert.equal(clock.pendingTimers, 0, "no timer left behind");
     // Drained by admissions: the next queue starts fresh, oldest first.
+    held = limit.tryAcquire() as Permit;
     const e = join("e");
     const f = join("f");
     held.release();
     held = (await e) as Permit;
     held.release();
     (await f as Permit).release();
-    assert.deepEqual(results.slice(5), ["e:in", "f:in"]);
+    assert.deepEqual(results.slice(3), ["e:in", "f:in"]);
   });
 
-  test("concurrency limit: the standing bound refuses one waiter a free permit, never the whole queue at once", async () => {
-    // Refusing every overdue waiter at once sent them all back together under a closed loop.
+  test("concurrency limit: waiters held past the standing bound are refused at the wait bound while requests keep finding the limit full, never at the standing bound", async () => {
+    // Refused at the standing bound, one a free permit, each refusal came straight back under a
+    // closed loop: ~4 times the refusals in an I/O-bound storm.
     const clock = createManualClock();
     const limit = createConcurrencyLimit({ limit: 2, shedWaitMs: 1000, lifoAfterMs: 50, standingWaitMs: 100, clock });
     const held = [limit.tryAcquire() as Permit, limit.tryAcquire() as Permit];
     const outcomes: (string | undefined)[] = Array.from({ length: 6 }, () => undefined);
     const got: Promise<Permit | Refusal>[] = outcomes.map((_, i) => limit.acquire().then((r) => ((outcomes[i] = r.ok ? "in" : r.reason), r)));
-    const settled = async () => {
-      for (let i = 0; i < 3; i++) await Promise.resolve();
-    };
     clock.advance(60); // standing; the newest has waited 60 ms: admitted
     held[0]!.release();
-    await settled();
+    await flushMicrotasks();
     assert.deepEqual(outcomes, [undefined, undefined, undefined, undefined, undefined, "in"]);
-    clock.advance(60); // t=120: every waiter left has waited 120 ms, permits coming back meanwhile
+    clock.advance(60); // t=120: every waiter left has waited 120 ms
+    assert.equal(limit.tryAcquire(clock.now()).ok, false);
     held[1]!.release();
-    await settled();
-    assert.deepEqual(outcomes, [undefined, undefined, undefined, undefined, "queue-timeout", "in"], "only the newest, the one the permit reached");
-    assert.equal(limit.waiting, 4);
+    await flushMicrotasks();
+    assert.deepEqual(outcomes, [undefined, undefined, undefined, undefined, undefined, "in"], "none refused, none admitted late");
+    assert.equal(limit.waiting, 5);
     assert.equal(limit.inFlight, 1, "the permit stays free");
-    clock.advance(10);
-    ((await got[5]!) as Permit).release();
-    await settled();
-    assert.deepEqual(outcomes, [undefined, undefined, undefined, "queue-timeout", "queue-timeout", "in"]);
-    assert.equal(limit.waiting, 3);
-    assert.equal(limit.inFlight, 0);
-    clock.advance(870); // t=1000: the rest reach the wait bound
-    await Promise.all(got);
-    assert.deepEqual(outcomes, ["queue-timeout", "queue-timeout", "queue-timeout", "queue-timeout", "queue-timeout", "in"]);
+    // Fresh requests take the free permits; every 40 ms another finds the limit full.
+    const fresh = limit.tryAcquire(clock.now()) as Permit;
+    assert.ok(fresh.ok);
+    for (let t = 120; t < 1000; t += 40) {
+      clock.advance(40);
+      assert.equal(limit.tryAcquire(clock.now()).ok, false);
+      await flushMicrotasks();
+    }
+    await Promise.all(got.slice(0, 5));
+    assert.deepEqual(outcomes, ["queue-timeout", "queue-timeout", "queue-timeout", "queue-timeout", "queue-timeout", "in"], "at the wait bound");
     assert.equal(limit.waiting, 0);
+    fresh.release();
+    ((await got[5]!) as Permit).release();
+    clock.advance(1000);
     assert.equal(clock.pendingTimers, 0);
   });
 
@@ -317,7 +326,7 @@ describe("concurrency limit", () => {
     assert.equal(limit.limit, 3);
   });
 
-  test("concurrency limit: at a cold start, waiters wait for the adaptive limit's slow start instead of being refused by the standing bound; once it ended, the bound is back", async () => {
+  test("concurrency limit: at a cold start, waiters wait for the adaptive limit's slow start instead of being held by the standing bound; once it ended, the bound is back", async () => {
     // A fresh process: 60 requests arrive at once, 20 ms work each, a permit back every few ms.
     const clock = createManualClock();
     const adaptive = createAdaptiveLimit();
@@ -361,14 +370,17 @@ describe("concurrency limit", () => {
     clock.advance(50);
     permits.pop()!.release(); // a fresh queue: oldest first
     assert.ok((await first).ok);
-    const third = limit.acquire();
     clock.advance(70);
-    permits.pop()!.release(); // standing (120 ms): newest first
+    const third = limit.acquire();
+    clock.advance(10);
+    permits.pop()!.release(); // standing (130 ms): newest first
     assert.ok((await third).ok);
-    clock.advance(80);
-    permits.pop()!.release(); // `second` has waited 200 ms in a standing queue: refused, not admitted late
-    const refused = await second;
-    assert.ok(!refused.ok && refused.reason === "queue-timeout", `refused by the standing bound: ${JSON.stringify(refused)}`);
+    clock.advance(10);
+    assert.equal(limit.tryAcquire(clock.now()).ok, false, "requests still find the limit full");
+    permits.pop()!.release(); // `second` has waited 140 ms in a standing queue: held, not admitted late
+    await flushMicrotasks();
+    assert.equal(limit.waiting, 1, "held by the standing bound");
+    assert.equal(limit.inFlight, limit.limit - 1, "its permit stays free");
   });
 
   test("concurrency limit: a first burst larger than slow start reaches within the wait bound is admitted over the adaptive limit, oldest first, and the limit keeps its course", async () => {
@@ -468,8 +480,9 @@ describe("concurrency limit", () => {
     let held = busy.tryAcquire() as Permit;
     const old = busy.acquire();
     for (let t = 0; t < 5; t++) {
+      clock.advance(90);
       const fresh = busy.acquire();
-      clock.advance(100);
+      clock.advance(10);
       held.release(); // a standing queue: the newest waiter takes it, the oldest starves
       held = (await fresh) as Permit;
     }
