@@ -9,8 +9,8 @@
 // that has waited longer than `standingWaitMs` (CoDel's short target once the queue has not
 // drained within an interval): `take` gives none, and the permit stays free for the next
 // request. That waiter is not refused there either: it stays, with the older ones under it,
-// until the owner lets a permit reach it whatever its wait (requests stopped finding the limit
-// full) or its wait bound refuses it. Refused at the short target instead, one a free permit,
+// until its wait bound refuses it, or the owner does (`dropStale`: requests stopped finding the
+// limit full, so nobody fresher will take the permit). Refused at the short target instead, one a free permit,
 // each refusal came straight back under a closed loop: an I/O-bound storm on Node answered
 // ~600 503s a second at a 20 ms target, ~150 with the waiters kept. A wait counts only from
 // when permits last started coming back after a gap longer than the bound (the owner says

@@ -240,8 +240,9 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
   // Waiters held past the standing bound beside free permits. While requests keep finding the
   // limit full, they wait on: fresh requests take the permits. Once none has for lifoAfterMs,
   // the overload is over and they are refused at once, rather than wait out shedWaitMs beside
-  // free permits (admitted then, a storm whose limit grew admitted ~250 ms-old requests on
-  // Node). One timer at a time, only while some are held.
+  // free permits. Admitted then instead, they are admitted late: a form that did so read a
+  // whole-run p99 of 257–258 ms in Node's I/O-bound storm (2 probes; 98–125 ms with this one,
+  // 3 probes), read as those admissions, not traced. One timer at a time, only while some are held.
   const settleHeld = (now: number, since: number) => {
     if (now - pressedAt > lifoAfterMs) return queue.dropStale(now, since);
     calm ??= clock.setTimeout(() => {
