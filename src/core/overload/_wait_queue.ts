@@ -9,12 +9,13 @@
 // that has waited longer than `standingWaitMs` (CoDel's short target once the queue has not
 // drained within an interval): `take` gives none, and the permit stays free for the next
 // request. That waiter is not refused there either: it stays, with the older ones under it,
-// until its wait bound refuses it, or the owner does (`dropStale`: requests stopped finding the
-// limit full, so nobody fresher will take the permit). Refused at the short target instead, one a free permit,
-// each refusal came straight back under a closed loop: an I/O-bound storm on Node answered
-// ~600 503s a second at a 20 ms target, ~150 with the waiters kept. A wait counts only from
-// when permits last started coming back after a gap longer than the bound (the owner says
-// when): waiting behind long work is not queueing. A waiter whose client leaves is removed at once.
+// until its wait bound refuses it, or the owner does (`dropStale`: requests stopped finding
+// the limit full, so nobody fresher will take the permit). Refused at the short target
+// instead, one a free permit, each refusal came straight back under a closed loop: an
+// I/O-bound storm on Node answered ~600 503s a second at a 20 ms target, ~150 with the waiters
+// kept. A wait counts only from when permits last started coming back after a gap longer than
+// the bound (the owner says when): waiting behind long work is not queueing. A waiter whose
+// client leaves is removed at once.
 // Internal: the concurrency limit owns one.
 import type { Clock, TimerHandle } from "../clock.ts";
 
@@ -117,7 +118,7 @@ export class _WaitQueue {
     let w: _Waiter | undefined;
     if (lifo) {
       // The array's last slot holds a live waiter whenever one waits (#trim keeps it so).
-      if (now - Math.max(this.#items[this.#items.length - 1]!.at, since) > this.#standingWaitMs) return undefined;
+      if (this.#stale(this.#items[this.#items.length - 1]!, now, since)) return undefined;
       w = this.#items.pop();
     } else {
       const items = this.#items;
@@ -151,12 +152,17 @@ export class _WaitQueue {
   dropStale(now: number, since: number): void {
     while (this.#count > 0) {
       const w = this.#items[this.#items.length - 1]!;
-      if (now - Math.max(w.at, since) <= this.#standingWaitMs) break;
+      if (!this.#stale(w, now, since)) break;
       this.#items.pop();
       this.#gone(w, now);
       this.#trim();
       w.settle("queue-timeout");
     }
+  }
+
+  // Past the standing bound, its wait counted from `since` (see take).
+  #stale(w: _Waiter, now: number, since: number): boolean {
+    return now - Math.max(w.at, since) > this.#standingWaitMs;
   }
 
   /** Refuses every waiter whose sojourn reached maxWaitMs (the oldest are at the head). */
