@@ -32,13 +32,17 @@ export interface _LoadWait {
 // A waiting request whose client left: nobody reads the answer, the deny event says why.
 const ABORTED: GateRefusal = Object.freeze({ reason: "aborted", status: 503 });
 
+// How long a turn may keep starting waiters: the batch bound while the monitor reads normal
+// (not busy, the whole share admitted), nothing beyond a slice otherwise.
+const room = (load: LoadMonitor) => () => (load.busy || load.admitShare < 1 ? 0 : load.maxBatchMs);
+
 /** The load gate over a load monitor. */
 export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait): _LoadGate {
   let idle = true;
   // Built once: a refusal under a storm allocates nothing here.
   const busy: GateRefusal = Object.freeze({ reason: "busy", status: 503, retryAfterMs: load.retryAfterMs });
   const batch: GateRefusal = Object.freeze({ reason: "batch", status: 503, retryAfterMs: load.retryAfterMs });
-  const queue = wait !== undefined && wait.waitMs > 0 && wait.maxWaiting > 0 && clock.setImmediate !== undefined ? new _TurnQueue(clock, wait.waitMs, wait.maxWaiting, () => load.pace()) : undefined;
+  const queue = wait !== undefined && wait.waitMs > 0 && wait.maxWaiting > 0 && clock.setImmediate !== undefined ? new _TurnQueue(clock, wait.waitMs, wait.maxWaiting, () => load.pace(), room(load)) : undefined;
   const off = queue === undefined ? undefined : load.onTurn(() => queue.wake());
   const later = (a: _Admission, refusal: GateRefusal) => {
     const w = new _Later(a, refusal);

@@ -37,12 +37,19 @@ export class _TurnQueue {
   #onEmpty: (() => void)[] = [];
   readonly #clock: Clock;
   readonly #pace: () => boolean;
+  readonly #room: () => number;
   readonly maxWaiting: number;
 
-  /** `pace()` is asked before each start: false ends the slice, and slices resume at `wake()`. */
-  constructor(clock: Clock, waitMs: number, maxWaiting: number, pace: () => boolean) {
+  /**
+   * `pace()` is asked before each start: false ends the slice, and slices resume at `wake()`.
+   * `room()`: how long a turn may keep starting waiters now (the load monitor's batch bound
+   * while it reads normal, 0 otherwise). Past {@linkcode TURN_SLICE_MS} a slice goes on only
+   * when, at the cost per start measured so far, every waiter left starts within that room.
+   */
+  constructor(clock: Clock, waitMs: number, maxWaiting: number, pace: () => boolean, room: () => number = () => 0) {
     this.#clock = clock;
     this.#pace = pace;
+    this.#room = room;
     this.maxWaiting = maxWaiting;
     // lifoAfterMs 0: a queue that is not empty is standing, so it serves newest first. Its
     // timer is off while slices run: every slice refuses the waiters past the bound first, and
@@ -100,17 +107,27 @@ export class _TurnQueue {
   // while the slice lasts. After each start come the microtasks it queued (an async handler's
   // settling releases its permit there), so the slice counts the work each start set off
   // before the next; all of it runs within this turn, nothing here waits for a timer or I/O.
+  // A slice that would empty the queue within the turn's room goes on to empty it: under a
+  // closed loop the arrivals of one turn are the answers of the last, so a queue that one
+  // slice cannot empty keeps its oldest waiters at the bottom until the wait bound refuses
+  // them, even when every start is cheap (a loaded but healthy server after one long turn).
   #slice = async (): Promise<void> => {
     const clock = this.#clock;
     const start = clock.now();
     this.#q.expire(start);
-    while (this.#q.length > 0 && clock.now() - start < TURN_SLICE_MS) {
+    let started = 0;
+    for (;;) {
+      const length = this.#q.length;
+      if (length === 0) break;
+      const spent = clock.now() - start;
+      if (spent >= TURN_SLICE_MS && spent + (spent / started) * length > this.#room()) break;
       if (!this.#pace()) {
         this.#held = true;
         break;
       }
       const now = clock.now();
       this.#q.take(now, Infinity)!.settle(now);
+      started++;
       await undefined;
     }
     this.#timer = this.#q.length > 0 && !this.#closed && !this.#held ? this.#next() : undefined;

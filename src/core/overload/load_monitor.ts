@@ -89,7 +89,8 @@ export interface LoadMonitor {
    * batch bound nor the share applies) may start at `now`: false while the loop is stalled right
    * now (the probe overdue by the high watermark). True while not running. Not the busy state:
    * holding waiters for its whole spell idled a loaded server (an I/O-bound storm lost ~20 % of
-   * its goodput on Node), while the slices bound their own turns.
+   * its goodput on Node), while the slices bound their own turns. Each call counts as a request
+   * for `idleAfterMs` (a probe stopped for idleness restarts here).
    */
   pace(now?: number): boolean;
   /**
@@ -263,7 +264,15 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
       return undefined;
     },
     pace(now = clock.now()) {
-      return probe === undefined || !stalled(now);
+      // A request put off to a later turn starting is a request too: while only such starts
+      // happen (every arrival waits behind the ones waiting), the probe must not stop for
+      // idleness, or a storm would run unmeasured; one stopped restarts here.
+      lastRequest = now;
+      if (probe === undefined) {
+        if (idle) begin(now);
+        return true;
+      }
+      return !stalled(now);
     },
     onTurn(listener) {
       const own = () => listener(); // one entry per registration, removed by its own remover

@@ -84,6 +84,52 @@ describe("load gate: later turns", () => {
     guard.dispose();
   });
 
+  test("load gate: after one long turn, a closed loop of cheap requests empties the queue in a slice: nothing waits to the wait bound", async () => {
+    // A loaded but healthy server (the hot path at full speed) after one long turn (a compile,
+    // a GC pause): the requests read in that turn wait. Each answered client sends its next
+    // request, read in the next turn. A slice that stopped at TURN_SLICE_MS would start as many
+    // as arrive each turn, newest first, and leave the oldest at the bottom until refused.
+    const clock = createTurnClock();
+    const denials: DenyEvent[] = [];
+    const guard = createGuard({ loadMonitor, clock, concurrencyLimit: 64, shedWaitMs: 100, onDeny: (e) => void denials.push(e) });
+    let calls = 0;
+    const fetch = guard.wrap(() => {
+      clock.t += ++calls === 2 ? 30 : 0.1; // the batch's first admission is the long one
+      return new Response("ok");
+    });
+    const network: (() => void)[] = []; // clients whose next request arrives in the next turn
+    const statuses: number[] = [];
+    let stop = false;
+    const send = () =>
+      void fetch(new Request("http://localhost/")).then((res) => {
+        statuses.push(res.status);
+        if (!stop) network.push(send);
+      });
+    for (let i = 0; i < 40; i++) send();
+    const waiting = () => guard.waitingForTurn;
+    assert.equal(waiting(), 38, "the long turn left 38 requests waiting");
+    const start = clock.t;
+    let probedAt = start;
+    let emptiedAt: number | undefined;
+    while (clock.t - start < 300) {
+      if (clock.t - probedAt >= 10) {
+        clock.runIntervals(); // the probe: a turn ends
+        probedAt = clock.t;
+      }
+      clock.runImmediates(); // the slice
+      await flushMicrotasks();
+      if (waiting() === 0) emptiedAt ??= clock.t - start;
+      clock.t += 0.5; // the poll phase reads the next requests
+      for (const next of network.splice(0)) next();
+      await flushMicrotasks();
+    }
+    stop = true;
+    assert.deepEqual(denials, [], "nothing was refused");
+    assert.ok(statuses.length > 40 * 10 && statuses.every((s) => s === 200), `${statuses.length} answers, all 200`);
+    assert.ok(emptiedAt !== undefined && emptiedAt < 10, `the queue emptied in the first turn (at ${emptiedAt} ms)`);
+    guard.dispose();
+  });
+
   test("load gate: while requests wait, a new one waits too (and starts first, newest) even when its turn has room", async () => {
     const clock = createTurnClock();
     const { guard, handled, get } = setup(clock);

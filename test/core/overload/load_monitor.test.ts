@@ -224,6 +224,28 @@ describe("load monitor", () => {
     assert.equal(monitor.running, false, "a disposed monitor is not restarted by a request");
   });
 
+  test("load monitor: pace() counts as a request: while only put-off work starts, the probe keeps running; one stopped for idleness restarts there", () => {
+    const { manual, clock } = countingClock();
+    const monitor = createLoadMonitor({ clock, idleAfterMs: 1_000 });
+    monitor.start();
+    assert.equal(monitor.admit(manual.now()), true, "the last request admitted directly");
+    // Every arrival now waits behind the ones waiting (the load gate): only their starts ask.
+    for (let i = 0; i < 30; i++) {
+      manual.advance(100);
+      assert.equal(monitor.pace(manual.now()), true);
+    }
+    assert.equal(monitor.running, true, "3 s of starts: still measuring");
+    manual.advance(1_100);
+    assert.equal(monitor.running, false, "idle once nothing asks");
+    assert.equal(monitor.pace(manual.now()), true);
+    assert.equal(monitor.running, true, "a start restarted the probe");
+    manual.advance(10);
+    assert.equal(monitor.delayMs, 0, "measured from the restart: the idle gap is no stall");
+    monitor.dispose();
+    assert.equal(monitor.pace(manual.now()), true);
+    assert.equal(monitor.running, false, "a disposed monitor is not restarted");
+  });
+
   test("load monitor: a monitor whose share is still recovering keeps probing through a quiet period", () => {
     const { manual, clock } = countingClock();
     const monitor = createLoadMonitor({ clock, idleAfterMs: 10 });

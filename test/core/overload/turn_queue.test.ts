@@ -38,6 +38,41 @@ describe("turn queue", () => {
     assert.equal(clock.pendingImmediates, 0, "an empty queue schedules no more slices");
   });
 
+  test("turn queue: past TURN_SLICE_MS a slice goes on only while every waiter left fits in the room at the cost per start so far", async () => {
+    const clock = createTurnClock();
+    let room = 25;
+    const queue = new _TurnQueue(clock, 500, 64, always, () => room);
+    const log: string[] = [];
+    const burn = (ms: number) => () => void (clock.t += ms);
+    // Cheap starts: 3 fill the slice, the 7 left fit in the room (1.2 + 7 x 0.4 ms): all 10 start.
+    for (let i = 0; i < 10; i++) queue.push(waiter(log, `cheap${i}`, clock.t, burn(TURN_SLICE_MS * 0.4)));
+    clock.runImmediates();
+    await flushMicrotasks();
+    assert.equal(log.length, 10, log.join());
+    assert.equal(queue.length, 0);
+    assert.equal(clock.pendingImmediates, 0);
+    // 2 ms starts: 10 fit (2 + 9 x 2 = 20 ms of the 25), 20 do not (2 + 19 x 2 = 40): one start a slice.
+    log.length = 0;
+    for (let i = 0; i < 10; i++) queue.push(waiter(log, `ten${i}`, clock.t, burn(2)));
+    clock.runImmediates();
+    await flushMicrotasks();
+    assert.equal(log.length, 10, "ten 2 ms starts fit in 25 ms");
+    log.length = 0;
+    for (let i = 0; i < 20; i++) queue.push(waiter(log, `twenty${i}`, clock.t, burn(2)));
+    clock.runImmediates();
+    await flushMicrotasks();
+    assert.deepEqual(log, ["start twenty19"], "twenty do not: the slice stops at TURN_SLICE_MS");
+    // The projection is read again after each start: the room shrinking ends the slice.
+    queue.close(false);
+    log.length = 0;
+    const q2 = new _TurnQueue(clock, 500, 64, always, () => room);
+    for (let i = 0; i < 10; i++) q2.push(waiter(log, `r${i}`, clock.t, () => void ((clock.t += TURN_SLICE_MS * 0.4), (room = log.length >= 4 ? 0 : 25))));
+    clock.runImmediates();
+    await flushMicrotasks();
+    assert.equal(log.length, 4, "no room left (the monitor no longer reads normal): the slice ends");
+    q2.close(false);
+  });
+
   test("turn queue: a started waiter's synchronous work runs inside its start, before the next", async () => {
     const clock = createTurnClock();
     const queue = new _TurnQueue(clock, 500, 16, always);
