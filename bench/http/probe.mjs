@@ -38,7 +38,7 @@ const variant = flag("variant", "lib");
 const server = await startServer(rt, rt, [variant, limit], { env });
 const traced = [];
 server.child.stderr.on("data", (chunk) => {
-  for (const l of String(chunk).split("\n")) if (l.startsWith("WAITS") || l.startsWith("TRACE")) traced.push(l);
+  for (const l of String(chunk).split("\n")) if (l.startsWith("WAITS") || l.startsWith("TRACE") || l.startsWith(`{"denials"`)) traced.push(l);
 });
 const gen = detectLoadGenerator();
 const HOLD_MS = 1000;
