@@ -8,7 +8,8 @@
 // the admission queue's own deque (_wait_queue.ts, always newest first here): one that has
 // waited `waitMs` is refused, oldest first; the length is bounded. While the load monitor
 // says not now (the loop stalled right now), nothing starts, and slices wait for its next
-// probe rather than spin.
+// probe rather than spin. A slice that can empty the queue within the room the monitor gives
+// (its batch bound, while it reads normal) empties it (see #slice).
 import type { Clock, TimerHandle } from "../clock.ts";
 import { _WaitQueue } from "./_wait_queue.ts";
 
@@ -20,8 +21,8 @@ export interface _TurnWaiter {
 }
 
 /**
- * The longest one slice keeps starting waiters, in milliseconds (it starts at least one).
- * Short against the load monitor's batch bound (25 ms): the loop goes round between slices, so
+ * How long one slice keeps starting waiters, in milliseconds (it starts at least one), unless
+ * every waiter left fits in the room (then it empties the queue). Short against the load monitor's batch bound (25 ms): the loop goes round between slices, so
  * a started request waits at most a slice for the ones started before it, and Node accepts new
  * connections at a slice's pace. Measured with 2 ms handlers on Node, 1 ms and 4 ms slices gave
  * the same goodput; 1 ms halved the latency of the connections accepted late.
