@@ -225,6 +225,17 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
 
   const stalled = (now: number) => now - lastTick - interval >= high; // right now, not by admissions
 
+  // A request at `now` (or a put-off one starting: while every arrival waits, only those start)
+  // keeps the probe from stopping for idleness, and restarts one stopped for it, measured from
+  // now: the idle gap is not a stall. Whether the probe was running (a restarted one has
+  // measured nothing yet).
+  const noteRequest = (now: number): boolean => {
+    lastRequest = now;
+    if (probe !== undefined) return true;
+    if (idle) begin(now);
+    return false;
+  };
+
   const monitor: LoadMonitor = {
     get busy() {
       return probe !== undefined && busy;
@@ -248,11 +259,7 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
       return monitor.refusal(now) === undefined;
     },
     refusal(now = clock.now()) {
-      lastRequest = now;
-      if (probe === undefined) {
-        if (idle) begin(now); // measured from now: the idle gap is not a stall
-        return undefined;
-      }
+      if (!noteRequest(now)) return undefined;
       if (now - batchStart > maxBatch) return "batch"; // false while NaN: no admission yet this turn
       if (stalled(now)) return "busy"; // add nothing
       if (share < 1) {
@@ -264,15 +271,7 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
       return undefined;
     },
     pace(now = clock.now()) {
-      // A request put off to a later turn starting is a request too: while only such starts
-      // happen (every arrival waits behind the ones waiting), the probe must not stop for
-      // idleness, or a storm would run unmeasured; one stopped restarts here.
-      lastRequest = now;
-      if (probe === undefined) {
-        if (idle) begin(now);
-        return true;
-      }
-      return !stalled(now);
+      return !noteRequest(now) || !stalled(now);
     },
     onTurn(listener) {
       const own = () => listener(); // one entry per registration, removed by its own remover
