@@ -92,7 +92,7 @@ export interface Guard {
   readonly inFlight: number;
   /** Requests already answered 408 whose handlers have not settled yet. */
   readonly stragglers: number;
-  /** Requests waiting at the load monitor for a later event-loop turn (Node and Bun; 0 elsewhere). */
+  /** Requests waiting at the load monitor: for a later event-loop turn (Node and Bun), or for their held refusal (a clock without `setImmediate`: Deno). */
   readonly waitingForTurn: number;
   readonly concurrency: ConcurrencyLimit;
   readonly memory: MemoryCeiling | undefined;

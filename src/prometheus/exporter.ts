@@ -19,7 +19,7 @@ export interface PrometheusExporterOptions {
 export type ObservedGuard = Pick<Guard, "inFlight" | "stragglers" | "memory" | "load"> & {
   /** The concurrency limit (gate 7): its current limit and its waiters. Optional for older callers. */
   readonly concurrency?: { readonly limit: number; readonly waiting: number };
-  /** Requests waiting at the load monitor for a later event-loop turn. Optional for older callers. */
+  /** Requests waiting at the load monitor (for a later turn, or for a held refusal). Optional for older callers. */
   readonly waitingForTurn?: number;
 };
 
@@ -119,7 +119,7 @@ export function createPrometheusExporter(options?: PrometheusExporterOptions): P
   // The adaptive limit moves with handler latency; +Inf when uncapped.
   live("concurrency_limit", "The concurrency limit now (adaptive by default): handlers allowed to run at once.", () => guard?.concurrency?.limit);
   live("queue_waiting", "Requests waiting in the admission queue for a permit.", () => guard?.concurrency?.waiting);
-  live("turn_waiting", "Requests waiting at the load monitor for a later event-loop turn (Node, Bun).", () => guard?.waitingForTurn);
+  live("turn_waiting", "Requests waiting at the load monitor: for a later event-loop turn (Node, Bun), or for their held 503 (Deno).", () => guard?.waitingForTurn);
   perLimiter("limiter_keys", "Keys held in a rate limiter's table.", (size) => size.value);
   perLimiter("limiter_keys_capacity", "The most keys a rate limiter's table holds (0: disabled).", (size) => size.capacity);
   live("resident_memory_bytes", "Resident set size at the memory ceiling's last read.", () => _known(guard?.memory?.lastRss));

@@ -516,15 +516,18 @@ describe("guard: shedding gates", () => {
     assert.equal((await guard.wrap(() => new Response("ok"))(GET())).status, 200);
   });
 
-  test("guard: while the load monitor is busy new requests get 503; admitted ones are untouched", async () => {
-    const { guard } = setup({ loadMonitor: { minAdmitShare: 0.01 } });
+  test("guard: while the load monitor is busy new requests get 503 (held shedWaitMs: the clock has no setImmediate); admitted ones are untouched", async () => {
+    const { guard, clock } = setup({ loadMonitor: { minAdmitShare: 0.01 }, shedWaitMs: 200 });
     const gate = deferred();
     const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));
     const admitted = fetch(GET());
     await flushMicrotasks();
     guard.load!.record(500);
     assert.equal(guard.load!.busy, true);
-    const res = await fetch(GET());
+    const refused = fetch(GET());
+    assert.equal(guard.waitingForTurn, 1);
+    clock.advance(200);
+    const res = await refused;
     assert.equal(res.status, 503);
     assert.ok(res.headers.get("retry-after"));
     gate.resolve();

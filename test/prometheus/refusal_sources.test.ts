@@ -141,11 +141,17 @@ describe(`refusal sources: every refusal reaches onDeny and the exporter (${runt
 
   test("refusal sources: load monitor (gate 3) → load/busy", TIMEOUT, async () => {
     const { metrics, denies, sinks } = watch();
-    // The probe runs on a manual clock, so only the sample fed here moves it.
-    await withServer(() => new Response("ok"), { clock: createManualClock(), loadMonitor: true, ...sinks }, async (handle) => {
+    // The probe runs on a manual clock, so only the sample fed here moves it. The manual clock
+    // has no setImmediate, so the refusal is held shedWaitMs (on the same clock) before it is sent.
+    const clock = createManualClock();
+    await withServer(() => new Response("ok"), { clock, loadMonitor: true, ...sinks }, async (handle) => {
       assert.equal(await status(handle.address.port, "/"), 200, "the first request starts the probe");
       handle.guard.load!.record(100_000);
-      assert.equal(await status(handle.address.port, "/"), 503);
+      const refused = status(handle.address.port, "/");
+      while (handle.guard.waitingForTurn === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      assert.equal(await denials(metrics, "load", "busy"), 0, "held: not sent, not counted yet");
+      clock.advance(handle.guard.concurrency.shedWaitMs);
+      assert.equal(await refused, 503);
       assert.equal(await denials(metrics, "load", "busy"), 1);
       assertSaw(denies, "load", "busy", 503);
     });

@@ -4,6 +4,7 @@ import { createGuard, type GuardOptions } from "../../../src/core/guard.ts";
 import type { DenyEvent } from "../../../src/core/mod.ts";
 import { flushMicrotasks } from "../../support/flush.ts";
 import { createTurnClock, type TurnClock } from "../../support/turn_clock.ts";
+import { createManualClock, type ManualClock } from "../../../src/testing/manual_clock.ts";
 
 // The load gate's later turns, driven by hand: a handler "burns" by moving the clock, the
 // batch bound is 20 ms, and the share and the stall check are out of reach, so what puts a
@@ -69,17 +70,6 @@ describe("load gate: later turns", () => {
     assert.equal(res.status, 503);
     assert.equal(clock.pendingImmediates, 0);
     assert.deepEqual(handled, ["/1", "/2"]);
-    assert.deepEqual(denials.map((e) => e.reason), ["batch"]);
-    guard.dispose();
-  });
-
-  test("load gate: a clock without setImmediate cannot resume work in a later turn, so past the batch bound it refuses", async () => {
-    const clock = createTurnClock();
-    delete (clock as { setImmediate?: unknown }).setImmediate;
-    const { guard, denials, get } = setup(clock);
-    void get("/1");
-    void get("/2");
-    assert.equal((await get("/3")).status, 503);
     assert.deepEqual(denials.map((e) => e.reason), ["batch"]);
     guard.dispose();
   });
@@ -200,5 +190,110 @@ describe("load gate: later turns", () => {
     assert.equal((await get("/6")).status, 503, "nothing waits after a forced drain");
     assert.deepEqual(handled, ["/1", "/2", "/3"]);
     guard.dispose();
+  });
+});
+
+// A clock without setImmediate (Deno's adapter) cannot start a request in a later turn. A
+// handler burns by advancing a manual clock; the probe's interval is out of reach, so the
+// batch bound is what refuses, and the held refusals are sent by the clock's timers.
+describe("load gate: held refusals (a clock without setImmediate)", () => {
+  function heldSetup(clock: ManualClock, options: GuardOptions = {}) {
+    const handled: string[] = [];
+    const denials: DenyEvent[] = [];
+    const guard = createGuard({
+      loadMonitor: { ...loadMonitor, sampleIntervalMs: 600_000 },
+      clock,
+      concurrencyLimit: 64,
+      shedWaitMs: 100,
+      onDeny: (e) => void denials.push(e),
+      ...options,
+    });
+    const fetch = guard.wrap((request) => {
+      const path = new URL(request.url).pathname;
+      handled.push(path);
+      clock.advance(30); // past the batch bound on its own
+      return new Response(path);
+    });
+    let answered = 0;
+    const get = (path: string) =>
+      Promise.resolve(fetch(new Request(`http://localhost${path}`))).then((res) => {
+        answered++;
+        return res;
+      });
+    return { guard, handled, denials, get, answered: () => answered };
+  }
+
+  test("load gate: past the batch bound the refusal is held shedWaitMs before it is sent, and the handler never runs", async () => {
+    const clock = createManualClock(1000);
+    const { guard, handled, denials, get, answered } = heldSetup(clock);
+    void get("/1"); // starts the probe: admitted
+    void get("/2"); // the batch's first admission
+    const late = [get("/3"), get("/4")];
+    await flushMicrotasks();
+    assert.equal(answered(), 2);
+    assert.equal(guard.waitingForTurn, 2, "both refusals are held");
+    assert.equal(denials.length, 0, "a held refusal is reported when it is sent");
+    clock.advance(99);
+    await flushMicrotasks();
+    assert.equal(answered(), 2, "not before the bound");
+    clock.advance(1);
+    const res = await Promise.all(late);
+    assert.deepEqual(res.map((r) => r.status), [503, 503]);
+    assert.ok(res.every((r) => r.headers.has("retry-after")));
+    assert.deepEqual(denials.map((e) => [e.layer, e.reason]), [["load", "batch"], ["load", "batch"]]);
+    assert.deepEqual(handled, ["/1", "/2"]);
+    assert.equal(guard.waitingForTurn, 0);
+    assert.equal(clock.pendingTimers, 1, "only the probe's interval is left");
+    guard.dispose();
+  });
+
+  test("load gate: with shedWaitMs 0, or maxWaiting refusals held, a refusal is sent at once", async () => {
+    const atOnce = heldSetup(createManualClock(1000), { shedWaitMs: 0 });
+    void atOnce.get("/1");
+    void atOnce.get("/2");
+    assert.equal((await atOnce.get("/3")).status, 503);
+    assert.equal(atOnce.guard.waitingForTurn, 0);
+    atOnce.guard.dispose();
+
+    const clock = createManualClock(1000);
+    const full = heldSetup(clock, { maxWaiting: 1 });
+    void full.get("/1");
+    void full.get("/2");
+    const held = full.get("/3");
+    assert.equal((await full.get("/4")).status, 503, "one is held already: sent at once");
+    assert.equal(full.guard.waitingForTurn, 1);
+    clock.advance(100);
+    assert.equal((await held).status, 503);
+    assert.deepEqual(full.handled, ["/1", "/2"]);
+    full.guard.dispose();
+  });
+
+  test("load gate: held refusals keep the guard's work from idling until they are sent; a forced drain and dispose send them at once", async () => {
+    const clock = createManualClock(1000);
+    const { guard, get, answered } = heldSetup(clock);
+    void get("/1");
+    void get("/2");
+    void get("/3");
+    let idle = false;
+    void guard.work.idle().then(() => void (idle = true));
+    await flushMicrotasks();
+    assert.equal(idle, false, "a refusal is still held");
+    clock.advance(100);
+    await flushMicrotasks();
+    assert.equal(idle, true);
+
+    const forced = get("/4"); // the same batch (the probe has not run): held
+    await flushMicrotasks();
+    assert.equal(answered(), 3);
+    guard.work.abortAll(new Error("drain window ran out"));
+    assert.equal((await forced).status, 503);
+    assert.equal(guard.waitingForTurn, 0);
+
+    const disposed = get("/5");
+    await flushMicrotasks();
+    assert.equal(guard.waitingForTurn, 1);
+    guard.dispose();
+    assert.equal((await disposed).status, 503);
+    assert.equal(guard.waitingForTurn, 0);
   });
 });
