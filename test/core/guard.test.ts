@@ -516,7 +516,7 @@ describe("guard: shedding gates", () => {
     assert.equal((await guard.wrap(() => new Response("ok"))(GET())).status, 200);
   });
 
-  test("guard: while the load monitor is busy new requests get 503 (held shedWaitMs: the clock has no setImmediate); admitted ones are untouched", async () => {
+  test("guard: while the load monitor is busy new requests get 503 (held first: the clock has no setImmediate); admitted ones are untouched", async () => {
     const { guard, clock } = setup({ loadMonitor: { minAdmitShare: 0.01 }, shedWaitMs: 200 });
     const gate = deferred();
     const fetch = guard.wrap(async () => (await gate.promise, new Response("ok")));

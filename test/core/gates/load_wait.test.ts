@@ -5,6 +5,7 @@ import type { DenyEvent } from "../../../src/core/mod.ts";
 import { flushMicrotasks } from "../../support/flush.ts";
 import { createTurnClock, type TurnClock } from "../../support/turn_clock.ts";
 import { createManualClock, type ManualClock } from "../../../src/testing/manual_clock.ts";
+import { REFUSAL_HOLD_MS } from "../../../src/core/gates/load.ts";
 
 // The load gate's later turns, driven by hand: a handler "burns" by moving the clock, the
 // batch bound is 20 ms, and the share and the stall check are out of reach, so what puts a
@@ -223,7 +224,7 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
     return { guard, handled, denials, get, answered: () => answered };
   }
 
-  test("load gate: past the batch bound the refusal is held shedWaitMs before it is sent, and the handler never runs", async () => {
+  test("load gate: past the batch bound the refusal is held before it is sent (here shedWaitMs, 100 ms), and the handler never runs", async () => {
     const clock = createManualClock(1000);
     const { guard, handled, denials, get, answered } = heldSetup(clock);
     void get("/1"); // starts the probe: admitted
@@ -245,6 +246,23 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
     assert.equal(guard.waitingForTurn, 0);
     assert.equal(clock.pendingTimers, 1, "only the probe's interval is left");
     guard.dispose();
+  });
+
+  test("load gate: a refusal is held REFUSAL_HOLD_MS (100 ms), or shedWaitMs when that is shorter", async () => {
+    for (const [shedWaitMs, held] of [[500, REFUSAL_HOLD_MS], [40, 40]] as const) {
+      const clock = createManualClock(1000);
+      const { guard, get, answered } = heldSetup(clock, { shedWaitMs });
+      void get("/1");
+      void get("/2");
+      const late = get("/3");
+      clock.advance(held - 1);
+      await flushMicrotasks();
+      assert.equal(answered(), 2, `shedWaitMs ${shedWaitMs}: still held at ${held - 1} ms`);
+      clock.advance(1);
+      assert.equal((await late).status, 503, `shedWaitMs ${shedWaitMs}: sent at ${held} ms`);
+      guard.dispose();
+    }
+    assert.equal(REFUSAL_HOLD_MS, 100);
   });
 
   test("load gate: with shedWaitMs 0, or maxWaiting refusals held, a refusal is sent at once", async () => {
