@@ -257,7 +257,7 @@ const SWEEPS = {
     text: [
       `serve-hygiene's defaults except \`shedWaitMs\` (the bound on a request's time in the queue; the default is 500 ms)`,
       `In a closed loop every refusal comes straight back: a shorter threshold refuses more (the standing queue ÷ the threshold per second), each refusal costs CPU, and what it buys is a shorter wait for the requests that are admitted late.`,
-      `The sync handler shows the load gate's wait for a later loop turn, which the same \`shedWaitMs\` bounds (Node and Bun; Deno refuses past the batch bound at once, so its sync rows do not move with the threshold); the async handler shows the admission queue. "p99 after 1 s": requests sent 1 s or more into the run (see overload.md).`,
+      `The sync handler shows the load gate's wait for a later loop turn, which the same \`shedWaitMs\` bounds (Node and Bun; on Deno, from cf132ff, the load gate's 503 is held before it is sent (100 ms, at most this bound), and nothing is started later; before that Deno refused at once and its sync rows did not move with the threshold); the async handler shows the admission queue. "p99 after 1 s": requests sent 1 s or more into the run (see overload.md).`,
     ],
   },
   standing: {
