@@ -74,6 +74,15 @@ export class _WaitQueue {
     return this.#count > 0 && now - this.#emptyAt >= this.#lifoAfterMs;
   }
 
+  /**
+   * The owner judged that the waiters cannot drain within `lifoAfterMs` (too many for the
+   * permits at the work's no-queue latency): the queue stands from `now` on, without waiting
+   * `lifoAfterMs` to see it not drain, until it next empties.
+   */
+  stand(now: number): void {
+    if (this.#count > 0 && now - this.#emptyAt < this.#lifoAfterMs) this.#emptyAt = now - this.#lifoAfterMs;
+  }
+
   push(w: _Waiter): void {
     if (this.#count === 0) this.#emptyAt = w.at;
     this.#items.push(w);

@@ -308,6 +308,11 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
         const w = waiter(clock.now(), resolve);
         if (signal !== undefined) listen(w, signal, resolve);
         queue.push(w);
+        // More waiters than the permits can serve within lifoAfterMs, even at the no-queue
+        // latency: the queue stands now. Otherwise a storm's first burst (256 at once at a
+        // limit of 3) is served oldest first for lifoAfterMs, its oldest ~100 ms old.
+        const base = adaptive?.baselineMs;
+        if (base !== undefined && (queue.length * base) / limit > lifoAfterMs) queue.stand(w.at);
       });
     },
     idle() {

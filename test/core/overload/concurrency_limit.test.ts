@@ -293,6 +293,26 @@ describe("concurrency limit", () => {
     assert.ok(!r.ok && r.reason === "queue-full");
   });
 
+  test("concurrency limit: a queue too long to drain within lifoAfterMs at the no-queue latency stands at once (newest first); a shorter one stays fresh", async () => {
+    // Limit 2, baseline 10 ms: 20 waiters drain in 100 ms at best, 21 do not. Out of slow start
+    // (rampedAt -Infinity); the standing bound at the wait bound, so the order alone shows.
+    for (const [n, first] of [[20, 0], [21, 20]] as const) {
+      const clock = createManualClock();
+      const adaptive = { limit: 2, baselineMs: 10, rampedAt: -Infinity, minLimit: 1, maxLimit: 10, sample() {}, stalled() {} };
+      const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 1000, lifoAfterMs: 100, standingWaitMs: 1000, clock });
+      const held = [limit.tryAcquire(clock.now()) as Permit, limit.tryAcquire(clock.now()) as Permit];
+      const order: number[] = [];
+      const waiters = Array.from({ length: n }, (_, i) => limit.acquire(undefined, clock.now()).then((r) => (order.push(i), r as Permit)));
+      clock.advance(1); // long before lifoAfterMs
+      held[0]!.release();
+      (await Promise.race(waiters)).release();
+      assert.deepEqual(order, [first], n === 20 ? "20 waiters can drain in 100 ms: fresh, oldest first" : "21 cannot: standing now, newest first");
+      held[1]!.release();
+      await Promise.all(waiters.map(async (w) => (await w).release()));
+      assert.equal(limit.inFlight, 0);
+    }
+  });
+
   test("concurrency limit: only complete() feeds the adaptive limit; release() and dispose do not", () => {
     const clock = createManualClock();
     const samples: number[] = [];
