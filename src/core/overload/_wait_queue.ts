@@ -2,7 +2,8 @@
 // bounded in length and in delay. Waiting costs nothing; what must not grow is how long a
 // request waits. Served oldest first while the queue is fresh (it drained within
 // `lifoAfterMs`), newest first once it is standing (adaptive LIFO, as in "Fail at Scale"): under
-// overload what is admitted is fresh, and the waiters left behind are the ones dropped.
+// overload what is admitted is fresh, and the waiters left behind are the ones dropped. The
+// owner may call it standing sooner (`stand`: too many waiters to drain within the interval).
 // A waiter is refused once its time in the queue (its sojourn, CoDel's measure) passes
 // `maxWaitMs`; one timer, for the oldest waiter, does that (lazily: a permit may still reach a
 // waiter whose wait is just up). While the queue stands, a free permit does not go to a waiter

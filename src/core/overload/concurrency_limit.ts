@@ -41,11 +41,13 @@ export interface ConcurrencyLimitOptions {
   /**
    * Waiters are served oldest first while the queue is fresh, newest first once it has not
    * been empty for this long (a standing queue: overload), so what is admitted stays fresh.
+   * With an adaptive limit, a queue also stands as soon as its waiters cannot drain within this
+   * even at the limit's no-queue latency (waiters × `baselineMs` ÷ limit).
    * @default 100
    */
   lifoAfterMs?: number;
   /**
-   * Once the queue stands (not drained for `lifoAfterMs`), a free permit does not go to a
+   * Once the queue stands (see `lifoAfterMs`), a free permit does not go to a
    * waiter that has waited longer than this: the permit stays free for the next request, and
    * the waiter is held, neither admitted late nor refused there (CoDel's short target; refused
    * at it instead, each refusal came straight back under a closed loop). Held waiters are
