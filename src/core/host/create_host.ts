@@ -31,7 +31,8 @@ export interface HostOptions {
   /**
    * Runs a callback in the next event-loop turn, after the I/O pending now, with its cancel
    * (Node's and Bun's `setImmediate`/`clearImmediate`; both or neither). With it, a request
-   * past the load monitor's batch bound waits for a later turn instead of being refused.
+   * past the load monitor's batch bound waits for a later turn instead of being refused;
+   * without it, its 503 is held 100 ms (at most `shedWaitMs`) and the request never runs.
    * Leave it out where the runtime's immediates run before pending I/O is polled (Deno).
    * @default none
    */
