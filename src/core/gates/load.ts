@@ -113,7 +113,6 @@ interface _HeldRefusals {
 // takes a waiter from it.
 function _heldRefusals(clock: Clock, holdMs: number, maxWaiting: number): _HeldRefusals {
   const q = new _WaitQueue(clock, holdMs, 0);
-  let onEmpty: (() => void)[] = [];
   return {
     get length() {
       return q.length;
@@ -125,13 +124,7 @@ function _heldRefusals(clock: Clock, holdMs: number, maxWaiting: number): _HeldR
           at,
           live: true,
           detach: undefined,
-          settle: () => {
-            send(refusal);
-            if (q.length > 0 || onEmpty.length === 0) return;
-            const resolved = onEmpty;
-            onEmpty = [];
-            for (const resolve of resolved) resolve();
-          },
+          settle: () => send(refusal),
         });
       });
     },
@@ -139,7 +132,7 @@ function _heldRefusals(clock: Clock, holdMs: number, maxWaiting: number): _HeldR
       const now = clock.now();
       for (let w = q.take(now, Infinity, true); w !== undefined; w = q.take(now, Infinity, true)) w.settle("queue-timeout");
     },
-    emptied: () => (q.length === 0 ? Promise.resolve() : new Promise((resolve) => onEmpty.push(resolve))),
+    emptied: () => q.emptied(),
   };
 }
 

@@ -35,7 +35,6 @@ export class _TurnQueue {
   #timer: TimerHandle | undefined = undefined;
   #closed = false;
   #held = false; // a slice found no pace: slices wait for wake()
-  #onEmpty: (() => void)[] = [];
   readonly #clock: Clock;
   readonly #pace: () => boolean;
   readonly #room: () => number;
@@ -70,10 +69,7 @@ export class _TurnQueue {
       at: w.at,
       live: true,
       detach: undefined,
-      settle: (outcome) => {
-        w.go(typeof outcome === "number");
-        if (this.#q.length === 0) this.#emptied();
-      },
+      settle: (outcome) => w.go(typeof outcome === "number"),
     });
     if (!this.#held) this.#timer ??= this.#next();
     return true;
@@ -101,7 +97,7 @@ export class _TurnQueue {
 
   /** Settles the next time no request waits (at once if none does). */
   emptied(): Promise<void> {
-    return this.#q.length === 0 ? Promise.resolve() : new Promise((resolve) => this.#onEmpty.push(resolve));
+    return this.#q.emptied();
   }
 
   // One slice: refuse the waiters past the wait bound, then start the newest one after another
@@ -139,12 +135,5 @@ export class _TurnQueue {
   // The next slice: in the next loop turn, after the I/O pending now.
   #next(): TimerHandle {
     return this.#clock.setImmediate!(this.#slice);
-  }
-
-  #emptied(): void {
-    if (this.#onEmpty.length === 0) return;
-    const resolved = this.#onEmpty;
-    this.#onEmpty = [];
-    for (const resolve of resolved) resolve();
   }
 }

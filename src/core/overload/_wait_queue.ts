@@ -50,6 +50,7 @@ export class _WaitQueue {
   #timer: TimerHandle | undefined = undefined;
   #timed: boolean;
   readonly #onDue: (now: number) => void;
+  #onEmpty: (() => void)[] = [];
 
   /**
    * `onDue` runs when the oldest waiter's wait is up, before it is refused (the owner may still
@@ -82,6 +83,11 @@ export class _WaitQueue {
    */
   stand(now: number): void {
     if (this.#count > 0 && now - this.#emptyAt < this.#lifoAfterMs) this.#emptyAt = now - this.#lifoAfterMs;
+  }
+
+  /** Settles the next time no waiter is left (at once if none is). */
+  emptied(): Promise<void> {
+    return this.#count === 0 ? Promise.resolve() : new Promise((resolve) => this.#onEmpty.push(resolve));
   }
 
   push(w: _Waiter): void {
@@ -199,6 +205,11 @@ export class _WaitQueue {
       this.#emptyAt = now;
       this.#timer?.cancel();
       this.#timer = undefined;
+      if (this.#onEmpty.length > 0) {
+        const resolved = this.#onEmpty;
+        this.#onEmpty = [];
+        for (const resolve of resolved) resolve();
+      }
     }
   }
 
