@@ -126,6 +126,9 @@ describe(`reliability (${runtime}): memory ceiling and event-loop stall`, () => 
       if (laterTurns) {
         // Each waited for a turn in which the loop was not stalled (a gap, or the stall's end) and was served.
         assert.deepEqual(during.map((r) => r.status), [200, 200, 200, 200], JSON.stringify(during));
+        // The handlers' "started" lines come through the child's stdout pipe, which may trail
+        // their answers (seen once on Bun: 4 × 200 read, 0 lines yet): waited for, up to 2 s.
+        for (let i = 0; i < 200 && records(server.child, "started").length < 4; i++) await delay(10);
         assert.equal(records(server.child, "started").length, 4);
       } else {
         for (const r of during) {
