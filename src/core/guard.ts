@@ -20,6 +20,8 @@ import {
   type Gate,
   type GateRefusal,
   type GateVerdict,
+  type _HeadAnswer,
+  _refusalHead,
   _refusalResponse,
   _clonedRefusal,
   _drainingGate,
@@ -33,11 +35,22 @@ import {
   _deadlineGate,
 } from "./gates/mod.ts";
 import type { Guard, GuardedHandler, GuardOptions, ServeInfo } from "./guard_types.ts";
-import { _FETCH, type _Delivery, type _Fetch, type _InfoHandler } from "./guarded_fetch.ts";
+import { _FETCH, _HEAD, type _Delivery, type _Fetch, type _InfoHandler, type _ServingFetch, type _Translate } from "./guarded_fetch.ts";
 
 export type { Guard, GuardedHandler, GuardOptions, GuardWork, ServeInfo } from "./guard_types.ts";
 
-export { _guardedFetch, type _Delivery, type _DeliveringFetch, type _Fetch, type _InfoHandler } from "./guarded_fetch.ts";
+export {
+  _guardedFetch,
+  _HEAD,
+  type _Delivery,
+  type _DeliveringFetch,
+  type _Fetch,
+  type _HeadFetch,
+  type _InfoHandler,
+  type _ServingFetch,
+  type _Translate,
+} from "./guarded_fetch.ts";
+export type { _HeadAnswer } from "./gates/refuse.ts";
 
 const TIMEOUT = () => new DOMException("The request deadline passed", "TimeoutError");
 const DEADLINE: GateRefusal = Object.freeze({ reason: "deadline", status: 408, close: true });
@@ -222,30 +235,84 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     for (; i < list.length; i++) {
       const v = list[i]!.admit(a);
       if (v === undefined) continue;
-      if (typeof (v as PromiseLike<GateVerdict>).then === "function") {
-        const gate = list[i]!;
-        const next = i + 1;
-        const later = (v as Promise<GateVerdict>).then((r: GateVerdict) => (r === undefined ? pass(handler, a, list, next, withInfo) : denied(a, gate, r)));
-        // A refusal after the wait is delivered like any other asynchronous answer.
-        const delivery = a.delivery;
-        return delivery === undefined ? later : later.then((res) => (res === undefined ? res : void delivery.deliver(res, a.info)) as never);
-      }
+      if (typeof (v as PromiseLike<GateVerdict>).then === "function") return waited(handler, a, list, i, v as Promise<GateVerdict>, withInfo);
       return denied(a, list[i]!, v as GateRefusal);
     }
     return run(handler, a, withInfo);
+  };
+  // Gate `i` answered with a promise (a wait): the path goes on from the next gate once it passes.
+  const waited = (handler: _InfoHandler, a: _Admission, list: readonly Gate[], i: number, v: Promise<GateVerdict>, withInfo: boolean): Promise<Response> => {
+    const gate = list[i]!;
+    const later = v.then((r: GateVerdict) => (r === undefined ? pass(handler, a, list, i + 1, withInfo) : denied(a, gate, r)));
+    // A refusal after the wait is delivered like any other asynchronous answer.
+    const delivery = a.delivery;
+    return delivery === undefined ? later : later.then((res) => (res === undefined ? res : void delivery.deliver(res, a.info)) as never);
   };
   const denied = (a: _Admission, gate: Gate, r: GateRefusal): Response => {
     a.release();
     return refuse(gate.layer, r);
   };
 
+  // Node's head path (_HeadFetch): the gates that read nothing of the request run before it is
+  // built, and a refusal among them is written by the adapter from prebuilt parts — the
+  // refusal pays for no translation. The first gate that needs the request, a wait, or the
+  // handler has the adapter build it (`translate`) and goes on as `pass` would.
+  const passHead = (handler: _InfoHandler, a: _Admission, list: readonly Gate[], withInfo: boolean, translate: _Translate): _HeadAnswer | undefined => {
+    for (let i = 0; i < list.length; i++) {
+      const gate = list[i]!;
+      if (gate.fromHead !== true) {
+        const from = i;
+        handOff(a, translate, (request) => (a.translated(request), pass(handler, a, list, from, withInfo)));
+        return undefined;
+      }
+      const v = gate.admit(a);
+      if (v === undefined) continue;
+      if (typeof (v as PromiseLike<GateVerdict>).then === "function") {
+        const at = i;
+        if (!handOff(a, translate, (request) => (a.translated(request), waited(handler, a, list, at, v as Promise<GateVerdict>, withInfo)))) {
+          // Whatever the wait grants is given back: the request it was for cannot go on.
+          (v as Promise<GateVerdict>).then((r) => r === undefined && a.release());
+        }
+        return undefined;
+      }
+      a.release();
+      const r = v as GateRefusal;
+      if (reporting && r.reported !== true) _emit(sinks, { type: "deny", layer: gate.layer, reason: r.reason, status: r.status, retryAfterMs: r.retryAfterMs });
+      if (r.response === undefined) return _refusalHead(r.status, r.retryAfterMs, r.close);
+      // A gate's own answer (RateLimit fields) is a Response: it goes through the translation.
+      translate(() => r.response!);
+      return undefined;
+    }
+    handOff(a, translate, (request) => (a.translated(request), run(handler, a, withInfo)));
+    return undefined;
+  };
+  // Whether the adapter built the request. If it could not (it answered with its own error),
+  // what the gates handed out so far is given back.
+  const handOff = (a: _Admission, translate: _Translate, k: (request: Request) => Response | Promise<Response>): boolean => {
+    translate(k);
+    if (a.request !== undefined) return true;
+    a.release();
+    return false;
+  };
+
   const exempt = _exemptMatcher(o.exempt, what);
-  const serving = (handler: _InfoHandler, withInfo: boolean, delivery?: _Delivery): _Fetch =>
-    function guarded(request: Request, info?: ServeInfo): Response | Promise<Response> {
+  const serving = (handler: _InfoHandler, withInfo: boolean, delivery?: _Delivery): _Fetch => {
+    const guarded: _ServingFetch = function guarded(request: Request, info?: ServeInfo): Response | Promise<Response> {
       const a = new _Admission(admissionHost, request, info, clock.now(), config.requestTimeoutMs);
       if (delivery !== undefined) a.delivery = delivery;
       return pass(handler, a, exempt !== undefined && exempt(request) ? exemptGates : gates, 0, withInfo);
     };
+    if (delivery !== undefined) return guarded;
+    guarded[_HEAD] = (info, translate) => {
+      // Which gates apply to an exempt request is a question about the request.
+      if (exempt !== undefined) {
+        translate((request) => guarded(request, info));
+        return undefined;
+      }
+      return passHead(handler, new _Admission(admissionHost, undefined as never, info, clock.now(), config.requestTimeoutMs), gates, withInfo, translate);
+    };
+    return guarded;
+  };
   const wrap = (handler: GuardedHandler) => {
     const fetch = serving(handler, false);
     return (request: Request, info?: ServeInfo): Promise<Response> => {

@@ -2,6 +2,7 @@
 // answer is known synchronously, a promise otherwise. createGuard installs it under _FETCH.
 import type { Guard, GuardedHandler, ServeInfo } from "./guard_types.ts";
 import type { GuardedInfo } from "./request/request_context.ts";
+import type { _HeadAnswer } from "./gates/refuse.ts";
 
 /** A fetch that answers synchronously when it can (adapters and hygiene() serve with it). */
 export type _Fetch = (request: Request, info?: ServeInfo) => Response | Promise<Response>;
@@ -20,6 +21,24 @@ export interface _Delivery {
 }
 /** A fetch whose asynchronous answers were delivered (see {@linkcode _Delivery}). */
 export type _DeliveringFetch = (request: Request, info?: ServeInfo) => Response | Promise<void>;
+/**
+ * Builds the request and answers it with `k(request)` (the adapter's translation, Node). Called
+ * at most once, synchronously, inside the {@linkcode _HeadFetch} call; if the request cannot be
+ * built, `k` is not called and the adapter answers with its own error.
+ */
+export type _Translate = (k: (request: Request) => Response | Promise<Response>) => void;
+/**
+ * Serves a request from its head, before its Request is built (Node, a head that declares no
+ * body): the gates that need nothing of the request run first. A refusal there comes back as
+ * parts to write as they are; anything else — a gate that needs the request, a wait, the
+ * handler — goes through `translate`, and the result is undefined.
+ */
+export type _HeadFetch = (info: ServeInfo, translate: _Translate) => _HeadAnswer | undefined;
+/** Where a serving fetch keeps its head path (an adapter that can use it reads it there). */
+export const _HEAD: unique symbol = Symbol("serve-hygiene.head") as never;
+/** A serving fetch, with its head path when it has one. */
+export type _ServingFetch = _Fetch & { [_HEAD]?: _HeadFetch };
+
 /** Where a guard keeps its serving fetch (internal). */
 export const _FETCH: unique symbol = Symbol("serve-hygiene.fetch") as never;
 

@@ -1,7 +1,20 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import { _ClientLeft, type AbortSignalLike, closesOnUnreadBody, type ConnectionSlot, type DeclaredLength, fallbackResponse, type Listen, type Logger, type Server } from "../../core/mod.ts";
+import {
+  _ClientLeft,
+  _HEAD,
+  type _ServingFetch,
+  type _Translate,
+  type AbortSignalLike,
+  closesOnUnreadBody,
+  type ConnectionSlot,
+  type DeclaredLength,
+  fallbackResponse,
+  type Listen,
+  type Logger,
+  type Server,
+} from "../../core/mod.ts";
 import { peerOf } from "./peer.ts";
 
 /** Node-only transport settings of {@linkcode listenNode}. */
@@ -81,12 +94,31 @@ export function listenNode(options: NodeListenOptions): Listen {
     const requestTimeout = config.requestTimeoutMs === Infinity ? 300_000 : config.requestTimeoutMs;
     const OVER_CAP = overCap(connections.retryAfterMs);
     let draining = false;
+    // The guard's head path: a request without a body meets the gates that need nothing of
+    // its Request before @hono/node-server builds one, and a refusal there is written here
+    // from prebuilt parts — the refusal path pays for no translation.
+    const head = (fetch as _ServingFetch)[_HEAD];
+    // What the head path hands over, read back by the translation it calls (synchronously:
+    // @hono/node-server builds the Request and calls its fetch before its first await).
+    let next: ((request: Request) => Response | Promise<Response>) | undefined;
+    let headReq: IncomingMessage | undefined;
+    let headRes: ServerResponse | undefined;
+    const translateHead: _Translate = (k) => {
+      next = k;
+      void translate(headReq!, headRes!);
+      next = undefined;
+    };
     // @hono/node-server translates IncomingMessage/ServerResponse to Request/Response: it
     // measured 4x faster than a translation through undici's own Request/Response (its
     // lightweight objects build the real ones only when touched), and keeps request and
     // response bodies streaming with backpressure. Like its serve(), it installs its
     // compatible Request/Response as globals.
     const translate = getRequestListener((request, env) => {
+      const k = next;
+      if (k !== undefined) {
+        next = undefined;
+        return k(request);
+      }
       const incoming = env.incoming as IncomingMessage;
       // The head decides the body's framing: the guard reads none of the translated request's headers.
       const declaresBody = _declaresBody(incoming);
@@ -128,7 +160,15 @@ export function listenNode(options: NodeListenOptions): Listen {
           return writeHead.apply(this, args);
         } as ServerResponse["writeHead"];
       }
-      void translate(req, res);
+      if (head === undefined || _declaresBody(req)) {
+        void translate(req, res);
+        return;
+      }
+      headReq = req;
+      headRes = res;
+      const refused = head(new _NodeInfo(req, res, false), translateHead);
+      headReq = headRes = undefined;
+      if (refused !== undefined) res.writeHead(refused.status, refused.headers).end(refused.body);
     });
     // Gate 0 (the policy is the core's connection gate). Prepended: node:http's own listener
     // starts parsing the socket, and the verdict must be there before any request is.

@@ -14,6 +14,7 @@ export function _bodyCapGate(service: number | undefined, routes: readonly Route
   return {
     layer: "body",
     processWide: false,
+    fromHead: true,
     admit(a: _Admission) {
       const declared = a.declared;
       const body = a.body === undefined ? (a.body = a.request.body) : a.body;

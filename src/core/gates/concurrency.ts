@@ -18,6 +18,7 @@ export function _concurrencyGate(concurrency: ConcurrencyLimit): Gate {
   return {
     layer: "concurrency",
     processWide: true,
+    fromHead: true,
     admit(a: _Admission) {
       const permit = concurrency.tryAcquire(a.startedAt);
       if (permit.ok || concurrency.shedWaitMs === 0) return verdict(a, permit);

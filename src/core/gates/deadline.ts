@@ -10,6 +10,7 @@ export function _deadlineGate(): Gate {
   return {
     layer: "timeout",
     processWide: false,
+    fromHead: true,
     admit(a: _Admission) {
       a.timed = true;
       return PASS;

@@ -5,5 +5,5 @@ const DRAINING: GateRefusal = Object.freeze({ reason: "draining", status: 503, r
 
 /** The draining gate over `shutdown` (the signal that aborts when accepting stops). */
 export function _drainingGate(shutdown: AbortSignal): Gate {
-  return { layer: "draining", processWide: true, admit: () => (shutdown.aborted ? DRAINING : PASS) };
+  return { layer: "draining", processWide: true, fromHead: true, admit: () => (shutdown.aborted ? DRAINING : PASS) };
 }

@@ -13,6 +13,7 @@ export function _framingGate(): Gate {
   return {
     layer: "framing",
     processWide: false,
+    fromHead: true,
     admit(a: _Admission) {
       const info = a.info;
       // The adapter saw no body (Deno: the request's body is null): nothing to frame, and

@@ -33,6 +33,12 @@ export interface Gate {
   /** Process-wide gates (draining, memory, load, concurrency) never refuse `exempt` requests. */
   readonly processWide: boolean;
   /**
+   * `admit` reads nothing of `admission.request` (Node's head path runs such gates before the
+   * Request is built): the adapter's info, for a head that declares no body, tells it all it
+   * needs (`peer`, `clientGone`, `clientLeft`). A waiting verdict may read the request later.
+   */
+  readonly fromHead?: boolean;
+  /**
    * The verdict now, or later: a promise, or a promise-like whose `then` returns a promise and
    * may call back synchronously (the load gate starts a deferred request inside a later turn).
    */

@@ -26,6 +26,8 @@ export function _keyInFlightGate(parts: _KeyedParts, sink: EventSink): Gate {
   return {
     layer: "peer",
     processWide: false,
+    // A wait watches the request's signal.
+    fromHead: parts.fromHead && !waits,
     admit(a: _Admission) {
       const failed = _keyFor(a, parts, sink);
       if (failed !== undefined) return failed;

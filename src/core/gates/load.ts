@@ -69,6 +69,7 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait): _L
   return {
     layer: "load",
     processWide: true,
+    fromHead: true,
     admit(a: _Admission) {
       if (idle) {
         idle = false;

@@ -6,5 +6,5 @@ const OVER: GateRefusal = Object.freeze({ reason: "over-ceiling", status: 503, r
 
 /** The memory gate over a memory ceiling. */
 export function _memoryGate(memory: MemoryCeiling): Gate {
-  return { layer: "memory", processWide: true, admit: () => (memory.shedding ? OVER : PASS) };
+  return { layer: "memory", processWide: true, fromHead: true, admit: () => (memory.shedding ? OVER : PASS) };
 }

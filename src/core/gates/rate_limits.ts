@@ -17,6 +17,7 @@ export function _rateLimitGate(parts: _KeyedParts, sink: EventSink): Gate {
   return {
     layer: "rate",
     processWide: false,
+    fromHead: parts.fromHead,
     admit(a: _Admission) {
       const failed = _keyFor(a, parts, sink);
       if (failed !== undefined) return failed;

@@ -51,3 +51,30 @@ export function _clonedRefusal(status: number, retryAfterMs?: number, close?: bo
   return res.clone();
 }
 
+
+/** A refusal's answer as parts an adapter writes itself (Node's head path: no Response built). */
+export interface _HeadAnswer {
+  readonly status: number;
+  /** The same headers as {@linkcode _refusalResponse}'s, and the body's `content-length`. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+// Prebuilt head answers, keyed as `prebuilt` is.
+const heads = new Map<number, _HeadAnswer>();
+
+/**
+ * The same answer as {@linkcode _refusalResponse}, as parts built once per shape. The body is
+ * one of the generic ASCII texts, so its length in characters is its length in bytes.
+ */
+export function _refusalHead(status: number, retryAfterMs?: number, close?: boolean): _HeadAnswer {
+  const seconds = retryAfterMs === undefined ? 0 : retryAfterSeconds(retryAfterMs);
+  const id = (close ? seconds * 2 + 1 : seconds * 2) * 1000 + status;
+  let head = heads.get(id);
+  if (head === undefined) {
+    const body = TEXTS[status] ?? "Error";
+    head = Object.freeze({ status, headers: Object.freeze({ ..._headersFor(retryAfterMs, close), "content-length": String(body.length) }), body });
+    if (heads.size < CACHE_MAX) heads.set(id, head);
+  }
+  return head;
+}

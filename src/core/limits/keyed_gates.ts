@@ -71,6 +71,11 @@ export interface _KeyedParts {
   readonly rateLimitHeaders: boolean;
   /** Gate 6; undefined without `inFlightPerKey`. */
   readonly inFlight: InFlightLimiter | undefined;
+  /**
+   * The key and the budgets read nothing of the request (the built-in key without trusted
+   * proxies, no rule with its own `key`): gates 5 and 6 can run from the head (gate.ts).
+   */
+  readonly fromHead: boolean;
 }
 
 /** Validates and builds the keyed gates' parts; undefined when neither gate is configured. */
@@ -106,7 +111,9 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink): _Keyed
     : one !== undefined
     ? _oneRule(one.limiter as RateLimiter, scoped.scopes[0]!, one.key, sink)
     : (request: Request, key: string, now: number) => scoped.take({ request, key }, 1, now);
-  return { keyOf, ownKey: typeof options.clientKey !== "function", rate, rateLimitHeaders: options.rateLimitHeaders === true, inFlight };
+  const proxies = typeof options.clientKey === "object" ? options.clientKey.trustedProxies : undefined;
+  const fromHead = typeof options.clientKey !== "function" && (proxies === undefined || proxies.length === 0) && rules.every((rule) => rule.key === undefined);
+  return { keyOf, ownKey: typeof options.clientKey !== "function", rate, rateLimitHeaders: options.rateLimitHeaders === true, inFlight, fromHead };
 }
 
 /**

@@ -28,7 +28,11 @@ export interface _AdmissionHost {
 const _clientGone = (cause?: unknown) => Object.assign(new DOMException("The client disconnected", "AbortError"), { cause });
 
 export class _Admission {
-  readonly request: Request;
+  /**
+   * The request. On Node's head path it is set only when the adapter builds it
+   * ({@linkcode translated}): the gates that run before read nothing of it (gate.ts `fromHead`).
+   */
+  request: Request;
   readonly info: ServeInfo | undefined;
   readonly startedAt: number;
   /** The client key, once a keyed gate computed it. */
@@ -91,6 +95,11 @@ export class _Admission {
     this.info = info;
     this.startedAt = startedAt;
     this.timeoutMs = timeoutMs;
+  }
+
+  /** The adapter built the request (Node's head path): the gates from here on and the handler read it. */
+  translated(request: Request): void {
+    this.request = this.forward = request;
   }
 
   /** What the handler receives: the public view (its `context` is itself). */

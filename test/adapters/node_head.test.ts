@@ -1,0 +1,65 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { rawConnect } from "../support/raw_http.ts";
+import { runtime } from "../support/runtime.ts";
+
+// The node adapter decides the cheap refusals of a request without a body from its head,
+// before @hono/node-server builds a Request. Seen from outside: a request that cannot be
+// translated at all (HTTP/1.0 without a Host header: @hono/node-server cannot build its URL)
+// is still refused by the gates with their 503 — the translation would have answered 500.
+// The head path exists only in the node adapter, so this runs under Node only.
+const onNode = runtime === "node";
+const skipped = onNode ? "" : ` (skipped on ${runtime}: the head path is the node adapter's)`;
+
+describe(`node adapter: refusals from the request head (${runtime})`, () => {
+  test(`node adapter: a GET refused by a gate is answered before any translation, with the same 503 as a translated refusal; one admitted but untranslatable gives its permit back${skipped}`, { skip: !onNode, timeout: 15_000 }, async () => {
+    const { serve } = await import("../../src/adapters/node/mod.ts");
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let started = 0;
+    const logged: string[] = [];
+    const handle = await serve(async (request) => {
+      if (new URL(request.url).pathname === "/hold") {
+        started++;
+        await held;
+      }
+      return new Response("ok");
+    }, { port: 0, concurrencyLimit: 1, shedWaitMs: 0, loadMonitor: false, log: (r) => logged.push(r.msg) });
+    const port = handle.address.port;
+    const ask = async (text: string) => {
+      const conn = await rawConnect(port);
+      try {
+        conn.write(text);
+        return await conn.response();
+      } finally {
+        conn.destroy();
+      }
+    };
+    const holder = await rawConnect(port);
+    try {
+      holder.write("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n");
+      while (started < 1) await new Promise((r) => setTimeout(r, 5));
+      const fromHead = await ask("GET / HTTP/1.0\r\n\r\n");
+      assert.equal(fromHead.status, 503, "refused by the concurrency limit, not answered 500 by a failed translation");
+      // A request with a body goes through the translation: its refusal must read the same.
+      const translated = await ask("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi");
+      assert.equal(translated.status, 503);
+      assert.equal(fromHead.body, translated.body);
+      for (const name of ["content-type", "cache-control", "retry-after", "content-length"]) {
+        assert.equal(fromHead.headers.get(name), translated.headers.get(name), name);
+      }
+      assert.equal(logged.length, 0);
+      release();
+      assert.equal((await holder.response()).status, 200);
+      // Admitted by the gates, then the translation fails: the adapter's 500, and the permit is back.
+      const untranslatable = await ask("GET / HTTP/1.0\r\n\r\n");
+      assert.equal(untranslatable.status, 500);
+      assert.equal(logged.length, 1);
+      assert.equal((await ask("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")).status, 200, "the permit was given back");
+      assert.equal(handle.guard.inFlight, 0);
+    } finally {
+      holder.destroy();
+      await handle.shutdown("test done");
+    }
+  });
+});
