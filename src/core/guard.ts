@@ -50,7 +50,7 @@ export {
   type _ServingFetch,
   type _Translate,
 } from "./guarded_fetch.ts";
-export type { _HeadAnswer } from "./gates/refuse.ts";
+export { type _HeadAnswer, _refusalHead } from "./gates/refuse.ts";
 
 const TIMEOUT = () => new DOMException("The request deadline passed", "TimeoutError");
 const DEADLINE: GateRefusal = Object.freeze({ reason: "deadline", status: 408, close: true });

@@ -4,6 +4,8 @@ import { getRequestListener } from "@hono/node-server";
 import {
   _ClientLeft,
   _HEAD,
+  type _HeadAnswer,
+  _refusalHead,
   type _ServingFetch,
   type _Translate,
   type AbortSignalLike,
@@ -166,8 +168,16 @@ export function listenNode(options: NodeListenOptions): Listen {
       }
       headReq = req;
       headRes = res;
-      const refused = head(new _NodeInfo(req, res, false), translateHead);
-      headReq = headRes = undefined;
+      let refused: _HeadAnswer | undefined;
+      try {
+        refused = head(new _NodeInfo(req, res, false), translateHead);
+      } catch (error) {
+        // Outside @hono/node-server's own catch: answered as its errorHandler would.
+        options.log({ level: "error", msg: "guarded handler failed", error });
+        refused = res.headersSent ? undefined : _refusalHead(500);
+      } finally {
+        headReq = headRes = next = undefined;
+      }
       if (refused !== undefined) res.writeHead(refused.status, refused.headers).end(refused.body);
     });
     // Gate 0 (the policy is the core's connection gate). Prepended: node:http's own listener
