@@ -535,6 +535,35 @@ describe("guard: shedding gates", () => {
     guard.dispose();
   });
 
+  test("guard: while the concurrency limit has waiters, a request the busy load monitor would refuse joins them instead; once none waits, it is refused again", async () => {
+    const { guard, clock, denials } = setup({ loadMonitor: { minAdmitShare: 0.01 }, concurrencyLimit: 1, shedWaitMs: 200 });
+    const gates = [deferred(), deferred(), deferred()];
+    let started = 0;
+    const fetch = guard.wrap(async () => (await gates[started++]!.promise, new Response("ok")));
+    const first = fetch(GET()); // starts the probe; holds the one permit
+    await flushMicrotasks();
+    const second = fetch(GET()); // waits for the permit: the limit has a waiter
+    assert.equal(guard.concurrency.waiting, 1);
+    guard.load!.record(500);
+    assert.equal(guard.load!.busy, true);
+    const third = fetch(GET());
+    assert.equal(guard.waitingForTurn, 0, "not held by the load gate");
+    assert.equal(guard.concurrency.waiting, 2, "it waits for a permit with the others");
+    gates[0]!.resolve();
+    gates[1]!.resolve();
+    gates[2]!.resolve();
+    assert.deepEqual(await Promise.all([first, second, third].map(async (r) => (await r).status)), [200, 200, 200]);
+    assert.equal(started, 3);
+    assert.equal(guard.concurrency.waiting, 0);
+    assert.equal(guard.load!.busy, true, "still busy");
+    const fourth = fetch(GET()); // nobody waits for a permit now: the load gate decides
+    assert.equal(guard.waitingForTurn, 1);
+    clock.advance(200);
+    assert.equal((await fourth).status, 503);
+    assert.deepEqual(denials.map((d) => `${d.layer}/${d.reason}`), ["load/busy"]);
+    guard.dispose();
+  });
+
   test("guard: the load monitor starts with the first request, so start-up work is not read as a stall", async () => {
     const clock = createManualClock();
     const guard = createGuard({ clock, loadMonitor: true });

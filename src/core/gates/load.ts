@@ -52,8 +52,15 @@ const room = (load: LoadMonitor) => () => (load.busy || load.admitShare < 1 ? 0 
  */
 export const REFUSAL_HOLD_MS = 100;
 
-/** The load gate over a load monitor. */
-export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait): _LoadGate {
+/**
+ * The load gate over a load monitor. `queued`: whether the concurrency limit has requests
+ * waiting for a permit. While it has, a request the admitted share (or a stall) would refuse
+ * passes on to wait there: joining that queue adds no work to the loop, and the concurrency
+ * limit, not the share, decides when it runs (the work the monitor sees is the work that limit
+ * lets through). The batch bound still applies: a synchronous handler runs in the turn it is
+ * admitted, whatever the limit.
+ */
+export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, queued?: () => boolean): _LoadGate {
   let idle = true;
   // Built once: a refusal under a storm allocates nothing here.
   const busy: GateRefusal = Object.freeze({ reason: "busy", status: 503, retryAfterMs: load.retryAfterMs });
@@ -78,7 +85,7 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait): _L
       }
       if (queue !== undefined && queue.length > 0) return later(a, batch);
       const why = load.refusal(a.startedAt);
-      if (why === undefined) return PASS;
+      if (why === undefined || (why === "busy" && queued?.() === true)) return PASS;
       const refusal = why === "batch" ? batch : busy;
       return queue !== undefined ? later(a, refusal) : held !== undefined ? held.hold(refusal, a.startedAt) : refusal;
     },
