@@ -33,6 +33,12 @@ export function _refusalResponse(status: number, retryAfterMs?: number, close?: 
 // Prebuilt answers to clone, keyed by status and header list (see _clonedRefusal).
 const prebuilt = new Map<number, Response>();
 
+/** The key of an answer's shape (status, Retry-After seconds, close): a number, so finding one allocates nothing. */
+function _shapeId(status: number, retryAfterMs: number | undefined, close: boolean | undefined): number {
+  const seconds = retryAfterMs === undefined ? 0 : retryAfterSeconds(retryAfterMs);
+  return (close ? seconds * 2 + 1 : seconds * 2) * 1000 + status;
+}
+
 /**
  * The same answer as {@linkcode _refusalResponse}, as a clone of one built once. Where the
  * runtime's Response is native (Bun, Deno: the Host says `cloneResponses`), a clone copies the
@@ -40,8 +46,7 @@ const prebuilt = new Map<number, Response>();
  * lightweight Response would build the full one to clone it, so Node builds each answer.
  */
 export function _clonedRefusal(status: number, retryAfterMs?: number, close?: boolean): Response {
-  const seconds = retryAfterMs === undefined ? 0 : retryAfterSeconds(retryAfterMs);
-  const id = (close ? seconds * 2 + 1 : seconds * 2) * 1000 + status;
+  const id = _shapeId(status, retryAfterMs, close);
   let res = prebuilt.get(id);
   if (res === undefined) {
     res = _refusalResponse(status, retryAfterMs, close);
@@ -50,7 +55,6 @@ export function _clonedRefusal(status: number, retryAfterMs?: number, close?: bo
   }
   return res.clone();
 }
-
 
 /** A refusal's answer as parts an adapter writes itself (Node's head path: no Response built). */
 export interface _HeadAnswer {
@@ -68,8 +72,7 @@ const heads = new Map<number, _HeadAnswer>();
  * one of the generic ASCII texts, so its length in characters is its length in bytes.
  */
 export function _refusalHead(status: number, retryAfterMs?: number, close?: boolean): _HeadAnswer {
-  const seconds = retryAfterMs === undefined ? 0 : retryAfterSeconds(retryAfterMs);
-  const id = (close ? seconds * 2 + 1 : seconds * 2) * 1000 + status;
+  const id = _shapeId(status, retryAfterMs, close);
   let head = heads.get(id);
   if (head === undefined) {
     const body = TEXTS[status] ?? "Error";
