@@ -20,8 +20,6 @@ import {
   type Gate,
   type GateRefusal,
   type GateVerdict,
-  type _HeadAnswer,
-  _refusalHead,
   _refusalResponse,
   _clonedRefusal,
   _drainingGate,
@@ -35,7 +33,8 @@ import {
   _deadlineGate,
 } from "./gates/mod.ts";
 import type { Guard, GuardedHandler, GuardOptions, ServeInfo } from "./guard_types.ts";
-import { _FETCH, _HEAD, type _Delivery, type _Fetch, type _InfoHandler, type _ServingFetch, type _Translate } from "./guarded_fetch.ts";
+import { _FETCH, _HEAD, type _Delivery, type _Fetch, type _InfoHandler, type _ServingFetch } from "./guarded_fetch.ts";
+import { _passHead, type _HeadSteps } from "./head_path.ts";
 
 export type { Guard, GuardedHandler, GuardOptions, GuardWork, ServeInfo } from "./guard_types.ts";
 
@@ -95,9 +94,13 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   let stragglers = 0;
 
   const refusal = host?.cloneResponses === true ? _clonedRefusal : _refusalResponse;
-  // The one place a refusal is reported and its answer built.
-  const refuse = (layer: DenyLayer, r: GateRefusal): Response => {
+  // The one place a refusal is reported (a gate's limiter may have reported it already).
+  const reportDeny = (layer: DenyLayer, r: GateRefusal): void => {
     if (reporting && r.reported !== true) _emit(sinks, { type: "deny", layer, reason: r.reason, status: r.status, retryAfterMs: r.retryAfterMs });
+  };
+  // The one place a refusal's answer is built (the head path's parts aside: head_path.ts).
+  const refuse = (layer: DenyLayer, r: GateRefusal): Response => {
+    reportDeny(layer, r);
     return r.response ?? refusal(r.status, r.retryAfterMs, r.close);
   };
 
@@ -253,48 +256,6 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     return refuse(gate.layer, r);
   };
 
-  // Node's head path (_HeadFetch): the gates that read nothing of the request run before it is
-  // built, and a refusal among them is written by the adapter from prebuilt parts — the
-  // refusal pays for no translation. The first gate that needs the request, a wait, or the
-  // handler has the adapter build it (`translate`) and goes on as `pass` would.
-  const passHead = (handler: _InfoHandler, a: _Admission, list: readonly Gate[], withInfo: boolean, translate: _Translate): _HeadAnswer | undefined => {
-    for (let i = 0; i < list.length; i++) {
-      const gate = list[i]!;
-      if (gate.fromHead !== true) {
-        const from = i;
-        handOff(a, translate, (request) => (a.translated(request), pass(handler, a, list, from, withInfo)));
-        return undefined;
-      }
-      const v = gate.admit(a);
-      if (v === undefined) continue;
-      if (typeof (v as PromiseLike<GateVerdict>).then === "function") {
-        const at = i;
-        if (!handOff(a, translate, (request) => (a.translated(request), waited(handler, a, list, at, v as Promise<GateVerdict>, withInfo)))) {
-          // Whatever the wait grants is given back: the request it was for cannot go on.
-          (v as Promise<GateVerdict>).then((r) => r === undefined && a.release());
-        }
-        return undefined;
-      }
-      a.release();
-      const r = v as GateRefusal;
-      if (reporting && r.reported !== true) _emit(sinks, { type: "deny", layer: gate.layer, reason: r.reason, status: r.status, retryAfterMs: r.retryAfterMs });
-      if (r.response === undefined) return _refusalHead(r.status, r.retryAfterMs, r.close);
-      // A gate's own answer (RateLimit fields) is a Response: it goes through the translation.
-      translate(() => r.response!);
-      return undefined;
-    }
-    handOff(a, translate, (request) => (a.translated(request), run(handler, a, withInfo)));
-    return undefined;
-  };
-  // Whether the adapter built the request. If it could not (it answered with its own error),
-  // what the gates handed out so far is given back.
-  const handOff = (a: _Admission, translate: _Translate, k: (request: Request) => Response | Promise<Response>): boolean => {
-    translate(k);
-    if (a.request !== undefined) return true;
-    a.release();
-    return false;
-  };
-
   const exempt = _exemptMatcher(o.exempt, what);
   const serving = (handler: _InfoHandler, withInfo: boolean, delivery?: _Delivery): _Fetch => {
     const guarded: _ServingFetch = function guarded(request: Request, info?: ServeInfo): Response | Promise<Response> {
@@ -303,13 +264,18 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       return pass(handler, a, exempt !== undefined && exempt(request) ? exemptGates : gates, 0, withInfo);
     };
     if (delivery !== undefined) return guarded;
+    const steps: _HeadSteps = {
+      pass: (a, list, i) => pass(handler, a, list, i, withInfo),
+      waited: (a, list, i, v) => waited(handler, a, list, i, v, withInfo),
+      reportDeny,
+    };
     guarded[_HEAD] = (info, translate) => {
       // Which gates apply to an exempt request is a question about the request.
       if (exempt !== undefined) {
         translate((request) => guarded(request, info));
         return undefined;
       }
-      return passHead(handler, new _Admission(admissionHost, undefined as never, info, clock.now(), config.requestTimeoutMs), gates, withInfo, translate);
+      return _passHead(steps, new _Admission(admissionHost, undefined as never, info, clock.now(), config.requestTimeoutMs), gates, translate);
     };
     return guarded;
   };
