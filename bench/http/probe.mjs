@@ -7,7 +7,7 @@
 // e.g. node bench/http/probe.mjs node /io - BENCH_WAITS=1 'BENCH_ADAPTIVE={"tolerance":1.2}'
 // The server is pinned to core 1 and wrk to core 0 (as in run.mjs); wrk holds every
 // connection's first request 1 s (latency.lua) so the server accepts them all first. `--warm`:
-// one 2 s run first, then a 1 s pause (as the overload part's warm-up). `--rate`: paced, in
+// one 2 s run first, then a 1 s pause (the overload part's warm-up runs 1 s, then pauses 1 s). `--rate`: paced, in
 // requests a second (the half-of-capacity runs). `--variant`: another server variant of
 // bench/http/servers (e.g. `none`, the unprotected server, to compare with). BENCH_NODE_FLAGS (an
 // environment variable of this script): flags for a Node server (e.g. `--cpu-prof
