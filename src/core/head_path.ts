@@ -25,15 +25,13 @@ export function _passHead(steps: _HeadSteps, a: _Admission, list: readonly Gate[
   for (let i = 0; i < list.length; i++) {
     const gate = list[i]!;
     if (gate.fromHead !== true) {
-      const from = i;
-      _handOff(a, translate, (request) => (a.translated(request), steps.pass(a, list, from)));
+      _handOff(a, translate, (request) => (a.translated(request), steps.pass(a, list, i)));
       return undefined;
     }
     const v = gate.admit(a);
     if (v === undefined) continue;
     if (typeof (v as PromiseLike<GateVerdict>).then === "function") {
-      const at = i;
-      if (!_handOff(a, translate, (request) => (a.translated(request), steps.waited(a, list, at, v as Promise<GateVerdict>)))) {
+      if (!_handOff(a, translate, (request) => (a.translated(request), steps.waited(a, list, i, v as Promise<GateVerdict>)))) {
         // Whatever the wait grants is given back: the request it was for cannot go on.
         (v as Promise<GateVerdict>).then((r) => r === undefined && a.release());
       }

@@ -146,8 +146,9 @@ export function listenNode(options: NodeListenOptions): Listen {
       tracked[CLOSING] = draining;
       // One shared listener, no closure per request (see _responseClosed).
       res.on("close", _responseClosed);
+      const declaresBody = _declaresBody(req);
       if (draining) res.setHeader("connection", "close");
-      else if (_declaresBody(req)) {
+      else if (declaresBody) {
         // A body left unread (a cap passed, a handler that ignores it) must be read off the
         // socket before the connection can serve again. A small declared rest is read and
         // discarded (keep-alive, bounded by @hono/node-server's drain); a large or unknown one
@@ -162,7 +163,7 @@ export function listenNode(options: NodeListenOptions): Listen {
           return writeHead.apply(this, args);
         } as ServerResponse["writeHead"];
       }
-      if (head === undefined || _declaresBody(req)) {
+      if (head === undefined || declaresBody) {
         void translate(req, res);
         return;
       }
