@@ -3,11 +3,11 @@
 // looking into a figure of the overload part before changing anything; the figures that count
 // come from run.mjs, side by side and over rounds.
 //   node bench/http/probe.mjs <node|deno|bun> <path> [limit|-] [ENV=value ...]
-//     [--connections=256] [--seconds=6] [--rate=-] [--warm] [--variant=lib]
+//     [--connections=256] [--seconds=6] [--rate=-] [--warm[=N]] [--variant=lib]
 // e.g. node bench/http/probe.mjs node /io - BENCH_WAITS=1 'BENCH_ADAPTIVE={"tolerance":1.2}'
 // The server is pinned to core 1 and wrk to core 0 (as in run.mjs); wrk holds every
 // connection's first request 1 s (latency.lua) so the server accepts them all first. `--warm`:
-// one 2 s run first, then a 1 s pause (the overload part's warm-up runs 1 s, then pauses 1 s). `--rate`: paced, in
+// one 2 s run first (`--warm=N`: N s), then a 1 s pause (the overload part's warm-up runs 1 s, then pauses 1 s). `--rate`: paced, in
 // requests a second (the half-of-capacity runs). `--variant`: another server variant of
 // bench/http/servers (e.g. `none`, the unprotected server, to compare with). BENCH_NODE_FLAGS (an
 // environment variable of this script): flags for a Node server (e.g. `--cpu-prof
@@ -20,7 +20,7 @@ const flags = process.argv.slice(2).filter((a) => a.startsWith("--"));
 const [rt, path, limit = "-", ...envs] = process.argv.slice(2).filter((a) => !a.startsWith("--"));
 const flag = (name, fallback) => flags.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 if (!(rt in runtimes) || path === undefined) {
-  console.error("usage: node bench/http/probe.mjs <node|deno|bun> <path> [limit|-] [ENV=value ...] [--connections=256] [--seconds=6] [--rate=-] [--warm]");
+  console.error("usage: node bench/http/probe.mjs <node|deno|bun> <path> [limit|-] [ENV=value ...] [--connections=256] [--seconds=6] [--rate=-] [--warm[=N]]");
   process.exit(2);
 }
 const env = {};
@@ -35,6 +35,7 @@ const rateFlag = flag("rate", "-");
 const rate = rateFlag === "-" ? undefined : Number(rateFlag);
 if (rt === "node") compileForNode();
 const variant = flag("variant", "lib");
+const warmSeconds = flags.includes("--warm") ? 2 : Number(flag("warm", "0"));
 const server = await startServer(rt, rt, [variant, limit], { env });
 const traced = [];
 server.child.stderr.on("data", (chunk) => {
@@ -45,8 +46,8 @@ const HOLD_MS = 1000;
 // load() runs wrk asynchronously, so the server's lines are read while it runs.
 const run = (s) => load(gen, { port: server.port, path, connections, seconds: s, timeoutS: 30, latency2xx: true, rate, startMs: HOLD_MS });
 try {
-  if (flags.includes("--warm")) {
-    await run(2);
+  if (warmSeconds > 0) {
+    await run(warmSeconds);
     await sleep(1000);
     traced.push("--- measured run");
   }

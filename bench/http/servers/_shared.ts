@@ -217,7 +217,9 @@ type Serve = (handler: (request: Request) => Response | Promise<Response>, optio
  * concurrency limit. `BENCH_SHED_WAIT_MS` sets the queue's drop threshold (the sweep),
  * `BENCH_STANDING_WAIT_MS` its bound once it stands;
  * `BENCH_TRACE=1` prints the gate state every 50 ms to stderr (the step run): the limit, the
- * permits in use, the waiters, the load monitor's admitted share, and refusals so far by layer.
+ * permits in use, the waiters, the load monitor's admitted share, and refusals so far by layer;
+ * also requests admitted so far, the server's CPU and system time in the last 50 ms, and (Node)
+ * its garbage collection time so far.
  * Diagnostics (bench/http/probe.mjs): `BENCH_ADAPTIVE` the adaptive limit's options as JSON,
  * `BENCH_WAITS=1` where an admitted request's time goes (see `_waitTrace`).
  */
@@ -241,9 +243,23 @@ export async function serveLib(serve: Serve, limit: number | undefined): Promise
   });
   if (env("BENCH_TRACE") === "1") {
     const t0 = performance.now();
+    let cpu0 = process.cpuUsage();
+    // The server's CPU (all threads) and, on Node, its garbage collection, per 50 ms: where a
+    // storm's first seconds go (V8 optimizes a function only after some thousands of calls).
+    let gcMs = 0;
+    if (!("Deno" in globalThis) && !("Bun" in globalThis)) {
+      const { PerformanceObserver } = await import("node:perf_hooks");
+      new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) gcMs += e.duration;
+      }).observe({ entryTypes: ["gc"] });
+    }
     const trace = setInterval(() => {
+      const cpu1 = process.cpuUsage();
+      const cpuMs = Math.round((cpu1.user - cpu0.user + cpu1.system - cpu0.system) / 1000);
+      const sysMs = Math.round((cpu1.system - cpu0.system) / 1000);
+      cpu0 = cpu1;
       const { concurrency, load } = handle.guard;
-      console.error(`TRACE ${JSON.stringify({ t: Math.round(performance.now() - t0), limit: concurrency.limit, inFlight: concurrency.inFlight, waiting: concurrency.waiting, turn: handle.guard.waitingForTurn, share: load?.admitShare ?? 1, delay: load?.smoothedDelayMs ?? 0, denied })}`);
+      console.error(`TRACE ${JSON.stringify({ t: Math.round(performance.now() - t0), admitted: counter.admitted, cpuMs, sysMs, gcMs: Math.round(gcMs), limit: concurrency.limit, inFlight: concurrency.inFlight, waiting: concurrency.waiting, turn: handle.guard.waitingForTurn, share: load?.admitShare ?? 1, delay: load?.smoothedDelayMs ?? 0, denied })}`);
     }, 50);
     void handle.finished.finally(() => clearInterval(trace));
   }
