@@ -28,6 +28,8 @@ export interface LoadMonitorOptions {
    * It bounds what synchronous handlers add to one turn, so admitted latency stays bounded; a
    * turn ends when the probe runs. With the default, a turn this long has delayed the probe by
    * more than the low watermark, so the bound never refuses at normal load. `Infinity` turns it off.
+   * (The guard's load gate asks for 10 ms where it holds its refusals — no `setImmediate`:
+   * Deno — while some are held and nothing waits for a permit.)
    * @default sampleIntervalMs + lowWatermarkMs
    */
   maxBatchMs?: number;
@@ -82,8 +84,10 @@ export interface LoadMonitor {
    * The same decision as {@linkcode LoadMonitor.admit}, with its reason: `undefined` admits;
    * `"batch"` when this turn's first admission is older than `maxBatchMs` (checked first);
    * `"busy"` when the loop is stalled past the high watermark or the share says no.
+   * `maxBatchMs`: a shorter batch bound for this request (the load gate's, while it holds
+   * refusals; see gates/load.ts); at most the monitor's own.
    */
-  refusal(now?: number): LoadRefusal | undefined;
+  refusal(now?: number, maxBatchMs?: number): LoadRefusal | undefined;
   /**
    * Whether work put off to a later turn (and started in short slices of its own, so neither the
    * batch bound nor the share applies) may start at `now`: false while the loop is stalled right
@@ -258,9 +262,9 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
     admit(now = clock.now()) {
       return monitor.refusal(now) === undefined;
     },
-    refusal(now = clock.now()) {
+    refusal(now = clock.now(), batchMs = maxBatch) {
       if (!noteRequest(now)) return undefined;
-      if (now - batchStart > maxBatch) return "batch"; // false while NaN: no admission yet this turn
+      if (now - batchStart > Math.min(batchMs, maxBatch)) return "batch"; // false while NaN: no admission yet this turn
       if (stalled(now)) return "busy"; // add nothing
       if (share < 1) {
         credit += share;

@@ -5,7 +5,7 @@ import type { DenyEvent } from "../../../src/core/mod.ts";
 import { flushMicrotasks } from "../../support/flush.ts";
 import { createTurnClock, type TurnClock } from "../../support/turn_clock.ts";
 import { createManualClock, type ManualClock } from "../../../src/testing/manual_clock.ts";
-import { REFUSAL_HOLD_MS } from "../../../src/core/gates/load.ts";
+import { HELD_BATCH_MS, REFUSAL_HOLD_MS } from "../../../src/core/gates/load.ts";
 
 // The load gate's later turns, driven by hand: a handler "burns" by moving the clock, the
 // batch bound is 20 ms, and the share and the stall check are out of reach, so what puts a
@@ -313,5 +313,78 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
     guard.dispose();
     assert.equal((await disposed).status, 503);
     assert.equal(guard.waitingForTurn, 0);
+  });
+
+  // The probe ticks every 50 ms here (at exact times: no delay, the share stays 1), so a turn
+  // ends at each tick; requests arrive as the clock is moved between them.
+  function shortBatchSetup(clock: ManualClock, options: GuardOptions = {}) {
+    const handled: string[] = [];
+    const denials: DenyEvent[] = [];
+    const guard = createGuard({
+      loadMonitor: { ...loadMonitor, sampleIntervalMs: 50 },
+      clock,
+      concurrencyLimit: 64,
+      shedWaitMs: 100,
+      onDeny: (e) => void denials.push(e),
+      ...options,
+    });
+    const fetch = guard.wrap((request) => {
+      const path = new URL(request.url).pathname;
+      handled.push(path);
+      return path === "/hold" ? new Promise<Response>(() => {}) : new Response(path);
+    });
+    const statuses: Record<string, number> = {};
+    const get = (path: string) => void Promise.resolve(fetch(new Request(`http://localhost${path}`))).then((res) => void (statuses[path] = res.status));
+    return { guard, handled, denials, get, statuses };
+  }
+
+  test(`load gate: while refusals are held, a turn admits for HELD_BATCH_MS (${HELD_BATCH_MS} ms) instead of the batch bound; with none held, the bound again`, async () => {
+    const clock = createManualClock(1000);
+    const { guard, handled, denials, get, statuses } = shortBatchSetup(clock);
+    get("/1"); // starts the probe (ticks at 1050, 1100, …)
+    get("/2"); // the batch's first admission
+    clock.advance(12);
+    get("/3"); // 12 ms into the batch, nothing held: within the 20 ms bound
+    clock.advance(9);
+    get("/4"); // 21 ms: past the bound, held
+    await flushMicrotasks();
+    assert.equal(guard.waitingForTurn, 1);
+    clock.advance(29); // 1050: the probe ends the turn
+    get("/5"); // the next batch's first admission
+    clock.advance(11);
+    get("/6"); // 11 ms into it, a refusal held: past HELD_BATCH_MS, held too
+    await flushMicrotasks();
+    assert.equal(guard.waitingForTurn, 2);
+    clock.advance(109); // 1170: both sent (at 1121 and 1161), the probe ran at 1150
+    await flushMicrotasks();
+    assert.equal(guard.waitingForTurn, 0);
+    get("/7");
+    clock.advance(12);
+    get("/8"); // 12 ms into the batch, nothing held: the 20 ms bound again
+    await flushMicrotasks();
+    assert.deepEqual(handled, ["/1", "/2", "/3", "/5", "/7", "/8"]);
+    assert.deepEqual([statuses["/4"], statuses["/6"]], [503, 503]);
+    assert.deepEqual(denials.map((e) => [e.layer, e.reason]), [["load", "batch"], ["load", "batch"]]);
+    guard.dispose();
+  });
+
+  test("load gate: while requests wait for a permit, a refusal held does not shorten the batch (the concurrency limit bounds that work)", async () => {
+    const clock = createManualClock(1000);
+    const { guard, handled, denials, get } = shortBatchSetup(clock, { concurrencyLimit: 1 });
+    get("/hold"); // starts the probe and keeps the one permit
+    get("/w1"); // the batch's first admission: waits for the permit
+    clock.advance(21);
+    get("/late"); // past the 20 ms bound: held
+    await flushMicrotasks();
+    assert.equal(guard.waitingForTurn, 1);
+    clock.advance(29); // 1050: a new turn
+    get("/w2"); // its first admission: waits for the permit
+    clock.advance(11);
+    get("/w3"); // 11 ms in, a refusal held, but requests wait for a permit: passes the load gate
+    await flushMicrotasks();
+    assert.equal(guard.concurrency.waiting, 3, "w1, w2 and w3 wait for the permit");
+    assert.deepEqual(handled, ["/hold"]);
+    assert.deepEqual(denials, [], "the held refusal is not sent yet");
+    guard.dispose();
   });
 });

@@ -357,6 +357,18 @@ describe("load monitor: loop turns", () => {
     monitor.dispose();
   });
 
+  test("load monitor: refusal() takes a shorter batch bound for one request, never a longer one", () => {
+    const clock = createManualClock(1000);
+    const monitor = createLoadMonitor({ clock, sampleIntervalMs: 600_000, minAdmitShare: 1, maxBatchMs: 20 });
+    monitor.start();
+    assert.equal(monitor.refusal(1000), undefined); // the turn's first admission
+    assert.equal(monitor.refusal(1010, 10), undefined, "10 ms in: within a 10 ms bound");
+    assert.equal(monitor.refusal(1011, 10), "batch");
+    assert.equal(monitor.refusal(1015), undefined, "the monitor's own 20 ms bound");
+    assert.equal(monitor.refusal(1021, 60), "batch", "a longer bound is the monitor's own");
+    monitor.dispose();
+  });
+
   test("load monitor: at normal load, with the probe late by at most the low watermark, the batch bound never refuses", () => {
     const { sim, monitor } = running();
     let refused = 0;
