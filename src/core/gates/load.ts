@@ -10,8 +10,8 @@
 // (REFUSAL_HOLD_MS, at most the wait bound) before it is sent: under a closed-loop storm a 503
 // sent at once comes straight back, and each one costs CPU the admitted work needs (Deno's
 // synchronous storm: 5,400 refusals a second, a tenth of the core, against ~1,200 held 100 ms).
-// There a turn is served oldest first, so while refusals are held and nothing waits for a
-// permit the batch bound is shorter (HELD_BATCH_MS).
+// There a turn is served oldest first, so while refusals are held and no permit is in use
+// the batch bound is shorter (HELD_BATCH_MS).
 import type { Clock } from "../clock.ts";
 import type { LoadMonitor } from "../overload/load_monitor.ts";
 import { _TurnQueue, type _TurnWaiter } from "../overload/_turn_queue.ts";
@@ -56,14 +56,17 @@ export const REFUSAL_HOLD_MS = 100;
 
 /**
  * The batch bound, in milliseconds, where refusals are held (no later turn: Deno) while some
- * are held and no request waits for a permit: a synchronous storm. With no later turn a
- * batch is served in arrival order, oldest first, so the bound is what an admitted request
- * may wait behind the others of its turn. Measured on Deno (closed loop of 256, 2 ms
- * synchronous handlers, 5 December 2026): admitted p99 80 ms at the monitor's 25 ms bound, 52
- * at 15 and 32 at 10, goodput 2–3 % lower. Not at normal load, where no refusal is held (at
- * half of capacity a 10 ms bound refused a few bunched requests a second), and not while
- * requests wait for a permit (the concurrency limit bounds that work; an I/O-bound storm lost
- * 5–8 % of its goodput to a 10 ms bound).
+ * are held and no permit is in use: a synchronous storm (a synchronous handler gives its
+ * permit back within its turn). With no later turn a batch is served in arrival order, oldest
+ * first, so the bound is what an admitted request may wait behind the others of its turn.
+ * Measured on Deno (closed loop of 256, 2 ms synchronous handlers, 5 December 2026): admitted
+ * p99 80 ms at the monitor's 25 ms bound, 52 at 15 and 32 at 10, goodput 2–3 % lower. Not at
+ * normal load, where no refusal is held (at half of capacity a 10 ms bound refused a few
+ * bunched requests a second). Not while permits are in use (async or I/O-bound work, which the
+ * concurrency limit bounds): an I/O-bound storm lost 5–8 % of its goodput to a 10 ms bound;
+ * and with "no request waits for a permit" as the condition instead, the refusals held at the
+ * end of a storm kept the bound short once the load fell, and the short bound refused more,
+ * held in turn (146 refusals for 1.5 s after an I/O-bound storm ended, in 1 of 3 runs).
  */
 export const HELD_BATCH_MS = 10;
 
@@ -73,9 +76,9 @@ export const HELD_BATCH_MS = 10;
  * passes on to wait there: joining that queue adds no work to the loop, and the concurrency
  * limit, not the share, decides when it runs (the work the monitor sees is the work that limit
  * lets through). The batch bound still applies: a synchronous handler runs in the turn it is
- * admitted, whatever the limit.
+ * admitted, whatever the limit. `noneInFlight`: whether no permit is in use (see HELD_BATCH_MS).
  */
-export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, queued?: () => boolean): _LoadGate {
+export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, queued?: () => boolean, noneInFlight?: () => boolean): _LoadGate {
   let idle = true;
   // Built once: a refusal under a storm allocates nothing here.
   const busy: GateRefusal = Object.freeze({ reason: "busy", status: 503, retryAfterMs: load.retryAfterMs });
@@ -99,7 +102,7 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, que
         return PASS;
       }
       if (queue !== undefined && queue.length > 0) return later(a, batch);
-      const why = load.refusal(a.startedAt, held !== undefined && held.length > 0 && queued?.() !== true ? HELD_BATCH_MS : Infinity);
+      const why = load.refusal(a.startedAt, held !== undefined && held.length > 0 && noneInFlight?.() === true ? HELD_BATCH_MS : Infinity);
       if (why === undefined || (why === "busy" && queued?.() === true)) return PASS;
       const refusal = why === "batch" ? batch : busy;
       return queue !== undefined ? later(a, refusal) : held !== undefined ? held.hold(refusal, a.startedAt) : refusal;

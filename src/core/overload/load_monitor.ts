@@ -29,7 +29,7 @@ export interface LoadMonitorOptions {
    * turn ends when the probe runs. With the default, a turn this long has delayed the probe by
    * more than the low watermark, so the bound never refuses at normal load. `Infinity` turns it off.
    * (The guard's load gate asks for 10 ms where it holds its refusals — no `setImmediate`:
-   * Deno — while some are held and nothing waits for a permit.)
+   * Deno — while some are held and no permit is in use.)
    * @default sampleIntervalMs + lowWatermarkMs
    */
   maxBatchMs?: number;
