@@ -10,8 +10,8 @@
 // (REFUSAL_HOLD_MS, at most the wait bound) before it is sent: under a closed-loop storm a 503
 // sent at once comes straight back, and each one costs CPU the admitted work needs (Deno's
 // synchronous storm: 5,400 refusals a second, a tenth of the core, against ~1,200 held 100 ms).
-// There a turn is served oldest first, so while refusals are held and no permit is in use
-// the batch bound is shorter (HELD_BATCH_MS).
+// While no permit is in use (synchronous work) a refusal is held the whole wait bound, and
+// once some are held the batch bound is shorter (HELD_BATCH_MS).
 import type { Clock } from "../clock.ts";
 import type { LoadMonitor } from "../overload/load_monitor.ts";
 import { _TurnQueue, type _TurnWaiter } from "../overload/_turn_queue.ts";
@@ -50,23 +50,28 @@ const room = (load: LoadMonitor) => () => (load.busy || load.admitShare < 1 ? 0 
  * unprotected server's to 0.96 at 100 ms and 0.98 at 500 ms; but a refusal held is a client
  * idle for the hold, and an I/O-bound storm, where the monitor refuses a few requests a second
  * that the server could have served, lost ~10 % of its goodput in 2 of 3 pairs at 500 ms and
- * nothing measurable at 100 ms.
+ * nothing measurable at 100 ms. So this hold is for refusals made while permits are in use;
+ * while none is (synchronous work), a refusal is held the wait bound (see HELD_BATCH_MS).
  */
 export const REFUSAL_HOLD_MS = 100;
 
 /**
- * The batch bound, in milliseconds, where refusals are held (no later turn: Deno) while some
- * are held and no permit is in use: a synchronous storm (a synchronous handler gives its
- * permit back within its turn). With no later turn a batch is served in arrival order, oldest
- * first, so the bound is what an admitted request may wait behind the others of its turn.
- * Measured on Deno (closed loop of 256, 2 ms synchronous handlers, 5 December 2026): admitted
- * p99 80 ms at the monitor's 25 ms bound, 52 at 15 and 32 at 10, goodput 2–3 % lower. Not at
- * normal load, where no refusal is held (at half of capacity a 10 ms bound refused a few
- * bunched requests a second). Not while permits are in use (async or I/O-bound work, which the
- * concurrency limit bounds): an I/O-bound storm lost 5–8 % of its goodput to a 10 ms bound;
- * and with "no request waits for a permit" as the condition instead, the refusals held at the
- * end of a storm kept the bound short once the load fell, and the short bound refused more,
- * held in turn (146 refusals for 1.5 s after an I/O-bound storm ended, in 1 of 3 runs).
+ * Where refusals are held (no later turn: Deno), while no permit is in use — synchronous work,
+ * which gives its permit back within its turn: a refusal is held the whole wait bound
+ * (`shedWaitMs`), not REFUSAL_HOLD_MS, and once some are held a turn admits for this long, in
+ * milliseconds, instead of the monitor's batch bound. With no later turn a batch is served in
+ * arrival order, oldest first, so the bound is what an admitted request may wait behind the
+ * others of its turn. Measured on Deno (closed loop of 256, 2 ms synchronous handlers, 5
+ * December 2026, probes): admitted p99 71–83 ms at the monitor's 25 ms bound, 51–52 at 15 and
+ * 34–46 at 10, goodput 2–3 % lower (0.96 → 0.91 in the overload benchmark); holding the
+ * refusals 500 ms as well, 2xx/s 452–455 → 476–477 of the unprotected server's ~480 with p99
+ * 35 ms. Not at normal load, where no refusal is held (at half of capacity a 10 ms bound
+ * throughout refused a few bunched requests a second). Not while permits are in use (async or
+ * I/O-bound work, which the concurrency limit bounds): an I/O-bound storm lost 5–8 % of its
+ * goodput to a 10 ms bound and ~10 % to 500 ms holds; and with "no request waits for a
+ * permit" as the condition instead, the refusals held at the end of an I/O-bound storm kept
+ * the bound short once the load fell, and it refused more, held in turn (146 refusals for
+ * 1.5 s after the storm, in 1 of 3 step runs).
  */
 export const HELD_BATCH_MS = 10;
 
@@ -85,7 +90,7 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, que
   const batch: GateRefusal = Object.freeze({ reason: "batch", status: 503, retryAfterMs: load.retryAfterMs });
   const waits = wait !== undefined && wait.waitMs > 0 && wait.maxWaiting > 0;
   const queue = waits && clock.setImmediate !== undefined ? new _TurnQueue(clock, wait.waitMs, wait.maxWaiting, () => load.pace(), room(load)) : undefined;
-  const held = waits && queue === undefined ? _heldRefusals(clock, Math.min(wait.waitMs, REFUSAL_HOLD_MS), wait.maxWaiting) : undefined;
+  const held = waits && queue === undefined ? _heldRefusals(clock, Math.min(wait.waitMs, REFUSAL_HOLD_MS), wait.waitMs, wait.maxWaiting) : undefined;
   const off = queue === undefined ? undefined : load.onTurn(() => queue.wake());
   const later = (a: _Admission, refusal: GateRefusal) => {
     const w = new _Later(a, refusal);
@@ -102,10 +107,13 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, que
         return PASS;
       }
       if (queue !== undefined && queue.length > 0) return later(a, batch);
-      const why = load.refusal(a.startedAt, held !== undefined && held.length > 0 && noneInFlight?.() === true ? HELD_BATCH_MS : Infinity);
+      // Where refusals are held: while no permit is in use (synchronous work) the turn's batch is
+      // shorter once some are held, and a refusal is held the whole wait bound (HELD_BATCH_MS).
+      const sync = held !== undefined && noneInFlight?.() === true;
+      const why = load.refusal(a.startedAt, sync && held.length > 0 ? HELD_BATCH_MS : Infinity);
       if (why === undefined || (why === "busy" && queued?.() === true)) return PASS;
       const refusal = why === "batch" ? batch : busy;
-      return queue !== undefined ? later(a, refusal) : held !== undefined ? held.hold(refusal, a.startedAt) : refusal;
+      return queue !== undefined ? later(a, refusal) : held !== undefined ? held.hold(refusal, a.startedAt, sync) : refusal;
     },
     get waiting() {
       return queue !== undefined ? queue.length : held !== undefined ? held.length : 0;
@@ -127,26 +135,30 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, que
 /** Refusals held before they are sent (see the header), and what the gate needs of them. */
 interface _HeldRefusals {
   readonly length: number;
-  /** The refusal, sent once `holdMs` have passed since `at` (the request's arrival); at once when `maxWaiting` are held. */
-  hold(refusal: GateRefusal, at: number): GateRefusal | Promise<GateVerdict>;
+  /**
+   * The refusal, sent once the short hold (or with `long`, the long one) has passed since `at`
+   * (the request's arrival); at once when `maxWaiting` are held.
+   */
+  hold(refusal: GateRefusal, at: number, long: boolean): GateRefusal | Promise<GateVerdict>;
   /** Sends every held refusal now (a drain, a disposed guard). */
   sendAll(): void;
   /** Settles the next time none is held (at once if none is). */
   emptied(): Promise<void>;
 }
 
-// A wait queue whose one timer sends each refusal at its bound, oldest first: no slice ever
-// takes a waiter from it.
-function _heldRefusals(clock: Clock, holdMs: number, maxWaiting: number): _HeldRefusals {
-  const q = new _WaitQueue(clock, holdMs, 0);
+// Two wait queues (a short hold and a long one), each with one timer that sends each refusal
+// at its bound, oldest first: no slice ever takes a waiter from them. `maxWaiting` bounds both.
+function _heldRefusals(clock: Clock, shortMs: number, longMs: number, maxWaiting: number): _HeldRefusals {
+  const short = new _WaitQueue(clock, shortMs, 0);
+  const long = new _WaitQueue(clock, longMs, 0);
   return {
     get length() {
-      return q.length;
+      return short.length + long.length;
     },
-    hold(refusal, at) {
-      if (q.length >= maxWaiting) return refusal;
+    hold(refusal, at, isLong) {
+      if (short.length + long.length >= maxWaiting) return refusal;
       return new Promise<GateVerdict>((send) => {
-        q.push({
+        (isLong ? long : short).push({
           at,
           live: true,
           detach: undefined,
@@ -156,9 +168,9 @@ function _heldRefusals(clock: Clock, holdMs: number, maxWaiting: number): _HeldR
     },
     sendAll() {
       const now = clock.now();
-      for (let w = q.take(now, Infinity, true); w !== undefined; w = q.take(now, Infinity, true)) w.settle("queue-timeout");
+      for (const q of [short, long]) for (let w = q.take(now, Infinity, true); w !== undefined; w = q.take(now, Infinity, true)) w.settle("queue-timeout");
     },
-    emptied: () => q.emptied(),
+    emptied: () => Promise.all([short.emptied(), long.emptied()]).then(() => {}),
   };
 }
 

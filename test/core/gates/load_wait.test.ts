@@ -248,18 +248,20 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
     guard.dispose();
   });
 
-  test("load gate: a refusal is held REFUSAL_HOLD_MS (100 ms), or shedWaitMs when that is shorter", async () => {
-    for (const [shedWaitMs, held] of [[500, REFUSAL_HOLD_MS], [40, 40]] as const) {
+  test("load gate: a refusal is held REFUSAL_HOLD_MS (100 ms, or shedWaitMs when shorter) while a permit is in use, and shedWaitMs while none is", async () => {
+    for (const [shedWaitMs, inUse, held] of [[500, true, REFUSAL_HOLD_MS], [40, true, 40], [500, false, 500]] as const) {
       const clock = createManualClock(1000);
-      const { guard, get, answered } = heldSetup(clock, { shedWaitMs });
-      void get("/1");
-      void get("/2");
-      const late = get("/3");
+      const { guard, get, statuses } = shortBatchSetup(clock, { shedWaitMs });
+      get(inUse ? "/hold" : "/1"); // starts the probe (/hold keeps its permit)
+      get("/2"); // the batch's first admission
+      clock.advance(21);
+      get("/late"); // past the 20 ms bound: held
       clock.advance(held - 1);
       await flushMicrotasks();
-      assert.equal(answered(), 2, `shedWaitMs ${shedWaitMs}: still held at ${held - 1} ms`);
+      assert.equal(statuses["/late"], undefined, `shedWaitMs ${shedWaitMs}, permit in use ${inUse}: still held at ${held - 1} ms`);
       clock.advance(1);
-      assert.equal((await late).status, 503, `shedWaitMs ${shedWaitMs}: sent at ${held} ms`);
+      await flushMicrotasks();
+      assert.equal(statuses["/late"], 503, `shedWaitMs ${shedWaitMs}, permit in use ${inUse}: sent at ${held} ms`);
       guard.dispose();
     }
     assert.equal(REFUSAL_HOLD_MS, 100);
