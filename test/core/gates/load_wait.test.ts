@@ -198,11 +198,13 @@ describe("load gate: later turns", () => {
 // handler burns by advancing a manual clock; the probe's interval is out of reach, so the
 // batch bound is what refuses, and the held refusals are sent by the clock's timers.
 describe("load gate: held refusals (a clock without setImmediate)", () => {
-  function heldSetup(clock: ManualClock, options: GuardOptions = {}) {
+  // A guard whose load gate holds its refusals (the manual clock has no setImmediate); the
+  // handler records the path and answers with `respond`.
+  function heldGuard(clock: ManualClock, sampleIntervalMs: number, options: GuardOptions, respond: (path: string) => Response | Promise<Response>) {
     const handled: string[] = [];
     const denials: DenyEvent[] = [];
     const guard = createGuard({
-      loadMonitor: { ...loadMonitor, sampleIntervalMs: 600_000 },
+      loadMonitor: { ...loadMonitor, sampleIntervalMs },
       clock,
       concurrencyLimit: 64,
       shedWaitMs: 100,
@@ -212,6 +214,13 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
     const fetch = guard.wrap((request) => {
       const path = new URL(request.url).pathname;
       handled.push(path);
+      return respond(path);
+    });
+    return { guard, handled, denials, fetch };
+  }
+
+  function heldSetup(clock: ManualClock, options: GuardOptions = {}) {
+    const { guard, handled, denials, fetch } = heldGuard(clock, 600_000, options, (path) => {
       clock.advance(30); // past the batch bound on its own
       return new Response(path);
     });
@@ -320,21 +329,7 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
   // The probe ticks every 50 ms here (at exact times: no delay, the share stays 1), so a turn
   // ends at each tick; requests arrive as the clock is moved between them.
   function shortBatchSetup(clock: ManualClock, options: GuardOptions = {}) {
-    const handled: string[] = [];
-    const denials: DenyEvent[] = [];
-    const guard = createGuard({
-      loadMonitor: { ...loadMonitor, sampleIntervalMs: 50 },
-      clock,
-      concurrencyLimit: 64,
-      shedWaitMs: 100,
-      onDeny: (e) => void denials.push(e),
-      ...options,
-    });
-    const fetch = guard.wrap((request) => {
-      const path = new URL(request.url).pathname;
-      handled.push(path);
-      return path === "/hold" ? new Promise<Response>(() => {}) : new Response(path);
-    });
+    const { guard, handled, denials, fetch } = heldGuard(clock, 50, options, (path) => (path === "/hold" ? new Promise<Response>(() => {}) : new Response(path)));
     const statuses: Record<string, number> = {};
     const get = (path: string) => void Promise.resolve(fetch(new Request(`http://localhost${path}`))).then((res) => void (statuses[path] = res.status));
     return { guard, handled, denials, get, statuses };
