@@ -104,7 +104,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     return r.response ?? refusal(r.status, r.retryAfterMs, r.close);
   };
 
-  const loadGate = load === undefined ? undefined : _loadGate(load, clock, { waitMs: concurrency.shedWaitMs, maxWaiting: concurrency.maxWaiting }, () => concurrency.waiting > 0, () => concurrency.inFlight === 0);
+  const loadGate = load === undefined ? undefined : _loadGate(load, clock, { waitMs: concurrency.shedWaitMs, maxWaiting: concurrency.maxWaiting }, concurrency);
   // DESIGN.md's request path, in its order. Gate 0, the connection cap, acts per connection,
   // before any request exists: the adapter reports connections to the connection gate
   // (connection_gate.ts, built by serve) and refuses there; this list starts at gate 1.

@@ -75,15 +75,23 @@ export const REFUSAL_HOLD_MS = 100;
  */
 export const HELD_BATCH_MS = 10;
 
+/** What the load gate reads of the concurrency limit. */
+export interface _Permits {
+  /** Requests waiting for a permit. */
+  readonly waiting: number;
+  /** Permits in use. */
+  readonly inFlight: number;
+}
+
 /**
- * The load gate over a load monitor. `queued`: whether the concurrency limit has requests
- * waiting for a permit. While it has, a request the admitted share (or a stall) would refuse
- * passes on to wait there: joining that queue adds no work to the loop, and the concurrency
- * limit, not the share, decides when it runs (the work the monitor sees is the work that limit
- * lets through). The batch bound still applies: a synchronous handler runs in the turn it is
- * admitted, whatever the limit. `noneInFlight`: whether no permit is in use (see HELD_BATCH_MS).
+ * The load gate over a load monitor, reading the concurrency limit's `permits`. While requests
+ * wait for a permit, a request the admitted share (or a stall) would refuse passes on to wait
+ * there: joining that queue adds no work to the loop, and the concurrency limit, not the share,
+ * decides when it runs (the work the monitor sees is the work that limit lets through). The
+ * batch bound still applies: a synchronous handler runs in the turn it is admitted, whatever
+ * the limit. While no permit is in use, see HELD_BATCH_MS.
  */
-export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, queued?: () => boolean, noneInFlight?: () => boolean): _LoadGate {
+export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, permits?: _Permits): _LoadGate {
   let idle = true;
   // Built once: a refusal under a storm allocates nothing here.
   const busy: GateRefusal = Object.freeze({ reason: "busy", status: 503, retryAfterMs: load.retryAfterMs });
@@ -109,11 +117,10 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, que
       if (queue !== undefined && queue.length > 0) return later(a, batch);
       // Where refusals are held: while no permit is in use (synchronous work) the turn's batch is
       // shorter once some are held, and a refusal is held the whole wait bound (HELD_BATCH_MS).
-      const sync = held !== undefined && noneInFlight?.() === true;
-      const why = load.refusal(a.startedAt, sync && held.length > 0 ? HELD_BATCH_MS : Infinity);
-      if (why === undefined || (why === "busy" && queued?.() === true)) return PASS;
+      const why = load.refusal(a.startedAt, held !== undefined && held.length > 0 && permits?.inFlight === 0 ? HELD_BATCH_MS : Infinity);
+      if (why === undefined || (why === "busy" && permits !== undefined && permits.waiting > 0)) return PASS;
       const refusal = why === "batch" ? batch : busy;
-      return queue !== undefined ? later(a, refusal) : held !== undefined ? held.hold(refusal, a.startedAt, sync) : refusal;
+      return queue !== undefined ? later(a, refusal) : held !== undefined ? held.hold(refusal, a.startedAt, permits?.inFlight === 0) : refusal;
     },
     get waiting() {
       return queue !== undefined ? queue.length : held !== undefined ? held.length : 0;
