@@ -51,6 +51,33 @@ function rawServer(handler: (req: IncomingMessage, res: ServerResponse) => unkno
   http.listen(0, HOST, () => announce((http.address() as { port: number }).port));
 }
 
+/**
+ * A diagnostic (probe.mjs `--variant=hold-queue`), not a subject of run.mjs: serve-hygiene's
+ * queueing policy under a closed-loop storm, written natively around node:http with none of
+ * its path. `limit` requests run at once; the others wait, the newest served first, and a
+ * waiter is refused once it has waited 500 ms (the default `shedWaitMs`). Set against `lib`
+ * at a fixed limit, it separates what the policy costs from what serve-hygiene's path costs.
+ */
+function holdQueue(limit: number, handler: typeof rawHandler, refuse: (req: IncomingMessage, res: ServerResponse) => void) {
+  const waiting: { at: number; run: () => void; refuse: () => void }[] = [];
+  let inFlight = 0;
+  const run = (req: IncomingMessage, res: ServerResponse) => {
+    inFlight++;
+    void Promise.resolve(handler(req, res)).finally(() => {
+      inFlight--;
+      waiting.pop()?.run();
+    });
+  };
+  setInterval(() => {
+    const now = performance.now();
+    while (waiting[0] !== undefined && now - waiting[0].at >= 500) waiting.shift()?.refuse();
+  }, 10);
+  return (req: IncomingMessage, res: ServerResponse) => {
+    if (inFlight < limit) run(req, res);
+    else waiting.push({ at: performance.now(), run: () => run(req, res), refuse: () => refuse(req, res) });
+  };
+}
+
 const hello = (_req: IncomingMessage, res: ServerResponse) => void res.writeHead(200, { "content-type": "text/plain" }).end(BODY);
 const refuse = (_req: IncomingMessage, res: ServerResponse) => void res.writeHead(503, REFUSAL_HEADERS).end(REFUSAL_BODY);
 /** Part 6: `/hold` never settles (holds the cap's one slot); anything else answers hello. */
@@ -79,6 +106,9 @@ switch (variant) {
     break;
   case "cap-work": // part 2: the 15-line cap at 32 around the unprotected server
     rawServer(inFlightCap(OVERLOAD_CAP, rawHandler, refuse));
+    break;
+  case "hold-queue": // a diagnostic: serve-hygiene's queueing policy alone (see holdQueue)
+    rawServer(holdQueue(limit ?? 4, rawHandler, refuse));
     break;
   case "guard": { // (b) the adapter, every gate on
     const handle = await serve(helloHandler, { ...allGates(), port: 0, hostname: HOST });
