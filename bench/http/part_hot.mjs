@@ -5,7 +5,7 @@
 // responses of each subject are counted and reported (the target is none).
 // With a baseline tree (--baseline <ref>), each serve-hygiene subject also runs from it, in
 // the same rounds, right after the same subject of this checkout.
-import { ratioInRounds, runRounds } from "./_rounds.mjs";
+import { ratioInRounds, ratioSpread, runRounds } from "./_rounds.mjs";
 import { barChart, envBlock, fmt, table } from "./_report.mjs";
 
 const CONNECTIONS = 64;
@@ -63,7 +63,8 @@ export function hotCases(runtimes, baseline) {
 export async function hotPath({ runs, runtimes, quick, gen, env, baseline }) {
   const warmS = quick ? 1 : 2;
   const seconds = quick ? 3 : 4;
-  const cases = await runRounds({ cases: hotCases(runtimes, baseline), runs, warmS, seconds, connections: CONNECTIONS, gen });
+  const slices = quick ? 1 : 4;
+  const cases = await runRounds({ cases: hotCases(runtimes, baseline), runs, warmS, seconds, slices, connections: CONNECTIONS, gen });
   const by = (rt, id) => cases.find((c) => c.rt === rt && c.id === id);
   for (const c of cases) {
     c.rpsX = ratioInRounds(c, by(c.rt, "a"), "rps");
@@ -74,9 +75,9 @@ export async function hotPath({ runs, runtimes, quick, gen, env, baseline }) {
   const md = [
     `# Part 1 — hot path`,
     "",
-    `GET / answering a 5-byte body. wrk -t1 -c${CONNECTIONS}, ${warmS} s warm-up then ${seconds} s measured, median of ${runs} round(s); every case runs once per round, each on a freshly started server.`,
-    `Server pinned to core 1, wrk to core 0, loopback. "CPU µs/req" is the server process's utime+stime (/proc/<pid>/stat, all threads) over the measured run divided by the requests served — the primary cost figure; "server CPU" is that CPU time as a share of the run's wall time (100% = the server, not wrk, was the bottleneck).`,
-    `Ratios are taken inside each round (the case ÷ (a) or (c) of the same runtime in the same round), then the median over rounds. "non-2xx" counts the measured runs' non-2xx responses (the target is none); "refusals" is what the server's onDeny counted since it started (warm-up included).`,
+    `GET / answering a 5-byte body. wrk -t1 -c${CONNECTIONS}; ${runs} round(s). A round starts every case of a runtime on a fresh server and warms each up ${warmS} s, then measures ${seconds} s of each in ${slices} slice(s) of ${seconds / slices} s, the cases in turn (the order reversed every other slice), so the cases of one slice run seconds apart: this machine's speed moves by up to 2× over seconds (\`node scripts/probes/machine_speed.mjs\`).`,
+    `Server pinned to core 1, wrk to core 0, loopback. "CPU µs/req" is the server process's utime+stime (/proc/<pid>/stat, all threads) over a measured slice divided by the requests served — the primary cost figure; "server CPU" is that CPU time as a share of the slice's wall time (100% = the server, not wrk, was the bottleneck). Figures are medians over all slices.`,
+    `Ratios are taken inside each slice (the case ÷ (a) or (c) of the same runtime in the same slice), then the median over all slices; the targets give the middle half of the per-slice ratios (p25–p75) after it. "non-2xx" counts the measured slices' non-2xx responses (the target is none); "refusals" is what the server's onDeny counted since it started (warm-up included).`,
     baseline ? `"after" is this checkout (${env.current}); "before" is ${baseline.ref} (${baseline.commit.slice(0, 10)}), the library exported from git and served by the same server files, run in the same rounds.` : "",
     "",
     envBlock(env),
@@ -128,7 +129,8 @@ function targets(rts, by, baseline) {
   const pair = (rt, id, key) => {
     const after = by(rt, id)?.[key];
     const before = baseline ? by(rt, `${id}-before`)?.[key] : undefined;
-    return { after, text: `${fmt.share(after)}×${baseline ? ` (before ${fmt.share(before)}×)` : ""}` };
+    const ref = by(rt, key === "cpuXHono" ? "c" : "a");
+    return { after, text: `${fmt.share(after)}× (slices ${ratioSpread(by(rt, id), ref)})${baseline ? ` (before ${fmt.share(before)}×)` : ""}` };
   };
   for (const rt of rts) {
     const refKey = TARGET_REF[rt] === "c" ? "cpuXHono" : "cpuX";
@@ -149,7 +151,7 @@ function targets(rts, by, baseline) {
     lines.push(`- ${rt}: hygiene() middleware: CPU/req ${d.text} bare Hono (target ≤ 1.20) — ${verdict(d.after <= 1.2)}.`);
     // What Hono charges for any middleware at all, and what hygiene() adds on top of that.
     const c2 = by(rt, "c2");
-    if (c2) lines.push(`  - Hono's own cost of one middleware, (c2) a no-op one: ${fmt.share(c2.cpuXHono)}× bare Hono; hygiene() ÷ (c2): ${fmt.share(ratioInRounds(by(rt, "d"), c2))}×.`);
+    if (c2) lines.push(`  - Hono's own cost of one middleware, (c2) a no-op one: ${fmt.share(c2.cpuXHono)}× bare Hono; hygiene() ÷ (c2): ${fmt.share(ratioInRounds(by(rt, "d"), c2))}× (slices ${ratioSpread(by(rt, "d"), c2)}).`);
     const libs = ["b", "d2", "d"].map((id) => by(rt, id)).filter(Boolean);
     const refused = libs.reduce((n, c) => n + c.non2xx + c.errors, 0);
     const before = baseline ? ["b", "d2", "d"].map((id) => by(rt, `${id}-before`)).filter(Boolean).reduce((n, c) => n + c.non2xx + c.errors, 0) : undefined;
@@ -163,7 +165,7 @@ function beforeAfter(rts, cases, by) {
   const out = ["## Before / after (same rounds)", ""];
   for (const rt of rts) {
     out.push(`### ${rt}`, "", table(
-      ["subject", "CPU µs/req before", "after", "after ÷ before (in rounds)", "÷ (a) raw before", "after", "÷ (c) bare Hono before", "after", "non-2xx before", "after"],
+      ["subject", "CPU µs/req before", "after", "after ÷ before (in slices)", "÷ (a) raw before", "after", "÷ (c) bare Hono before", "after", "non-2xx before", "after"],
       cases.filter((c) => c.rt === rt && c.lib && !c.before).map((c) => {
         const p = by(rt, `${c.id}-before`);
         return [c.label.replace(/ — after$/, ""), fmt.us(p?.cpuUsPerReq), fmt.us(c.cpuUsPerReq), fmt.share(ratioInRounds(c, p)),
