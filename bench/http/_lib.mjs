@@ -6,6 +6,7 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, sta
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createInterface } from "node:readline";
 
 export const root = fileURLToPath(new URL("../..", import.meta.url));
 export const here = fileURLToPath(new URL(".", import.meta.url));
@@ -412,4 +413,37 @@ export async function undisturbed(seconds, measure, label = "") {
     console.log(`  (${label}: other processes used ${Math.round(noise * 100)}% of a core during the run; waiting for quiet and repeating)`);
     await waitQuiet(30_000);
   }
+}
+
+// ---- the machine's speed ----
+
+let speedChild;
+/**
+ * The machine's speed now, on the servers' core: the best of three runs of a fixed memory-bound
+ * loop (bench/http/_speed.mjs), in ms; lower is faster. One child, pinned to SERVER_CORE and
+ * started on first use, times it on request; `endMachineSpeed()` ends it.
+ */
+export async function machineSpeedMs() {
+  if (speedChild === undefined) {
+    const child = track(spawn("taskset", ["-c", SERVER_CORE, process.execPath, join(here, "_speed.mjs")], { cwd: root, stdio: ["pipe", "pipe", "inherit"] }));
+    const lines = createInterface({ input: child.stdout });
+    const waiting = [];
+    lines.on("line", (l) => waiting.shift()?.(Number(l)));
+    child.once("exit", () => {
+      for (const w of waiting.splice(0)) w(NaN);
+      if (speedChild?.child === child) speedChild = undefined;
+    });
+    speedChild = { child, waiting };
+  }
+  const { child, waiting } = speedChild;
+  return new Promise((resolve) => {
+    waiting.push(resolve);
+    child.stdin.write("\n");
+  });
+}
+
+/** Ends the speed child, if one runs. */
+export function endMachineSpeed() {
+  speedChild?.child.stdin.end();
+  speedChild = undefined;
 }

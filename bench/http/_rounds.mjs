@@ -6,7 +6,7 @@
 // (`slices` of `seconds / slices` each, the order reversed every other slice): the cases of
 // one slice run seconds apart, and every ratio is taken inside a slice (case ÷ reference of
 // the same slice) before its median over all slices of all rounds is taken.
-import { cpuSeconds, currentTree, load, median, startServer, stopServer, undisturbed } from "./_lib.mjs";
+import { cpuSeconds, currentTree, endMachineSpeed, load, machineSpeedMs, median, startServer, stopServer, undisturbed } from "./_lib.mjs";
 import { fmt } from "./_report.mjs";
 
 /**
@@ -46,6 +46,7 @@ export async function runRounds({ cases, runs, warmS, seconds, slices = 1, conne
       }
     }
   }
+  endMachineSpeed();
   for (const c of cases) {
     const ok = c.runs.filter((m) => !m.failed);
     for (const k of ["rps", "p99Us", "cpuUsPerReq", "cpuShare", "non2xxShare"]) c[k] = median(ok.map((m) => m[k]));
@@ -77,6 +78,8 @@ async function startCase(c, { warmS, connections, gen, path }) {
 async function measure({ c, server }, { seconds, rewarmS, connections, gen, path }) {
   // A server idle for the other cases' slices starts cold (its heap shrunk, its threads parked): load it again first.
   if (rewarmS > 0) await load(gen, { port: server.port, path, connections, seconds: rewarmS });
+  // The machine's speed on the server's core just before the slice (see quietRatio).
+  const speedMs = await machineSpeedMs();
   const { result: [r, cpu], noise } = await undisturbed(seconds, async () => {
     const cpu0 = cpuSeconds(server.pid);
     const r = await load(gen, { port: server.port, path, connections, seconds });
@@ -84,6 +87,7 @@ async function measure({ c, server }, { seconds, rewarmS, connections, gen, path
   }, `${c.rt} ${c.id}`);
   return {
     noise,
+    speedMs,
     requests: r.requests,
     rps: r.requests / r.seconds,
     p99Us: r.p99Us,
@@ -119,6 +123,21 @@ function ratios(c, ref, key) {
 export function ratioInRounds(c, ref, key = "cpuUsPerReq") {
   const r = ratios(c, ref, key);
   return r.length === 0 ? NaN : median(r);
+}
+
+/**
+ * The same median over the quiet slices only: those before which the machine's speed loop
+ * (bench/http/_speed.mjs) ran within 1.25× its fastest time in the whole run, for both cases.
+ * A diagnostic beside the median of all slices, never instead of it: it says how much of a
+ * ratio the host's contention made (a contended host slows the heavier server more).
+ * Returns `{ ratio, quiet, of }`.
+ */
+export function quietRatio(c, ref, cases, key = "cpuUsPerReq") {
+  if (!c || !ref) return { ratio: NaN, quiet: 0, of: 0 };
+  const fastest = Math.min(...cases.flatMap((x) => x.runs.map((m) => m.speedMs)).filter(Number.isFinite));
+  const quiet = (m) => m && !m.failed && m.speedMs <= 1.25 * fastest;
+  const r = c.runs.map((m, i) => (quiet(m) && quiet(ref.runs[i]) ? m[key] / ref.runs[i][key] : NaN)).filter(Number.isFinite);
+  return { ratio: r.length === 0 ? NaN : median(r), quiet: r.length, of: c.runs.length };
 }
 
 /** The middle half of those per-slice ratios, "p25–p75", to read a median's spread by. */

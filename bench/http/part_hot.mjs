@@ -5,7 +5,7 @@
 // responses of each subject are counted and reported (the target is none).
 // With a baseline tree (--baseline <ref>), each serve-hygiene subject also runs from it, in
 // the same rounds, right after the same subject of this checkout.
-import { ratioInRounds, ratioSpread, runRounds } from "./_rounds.mjs";
+import { quietRatio, ratioInRounds, ratioSpread, runRounds } from "./_rounds.mjs";
 import { barChart, envBlock, fmt, table } from "./_report.mjs";
 
 const CONNECTIONS = 64;
@@ -77,14 +77,14 @@ export async function hotPath({ runs, runtimes, quick, gen, env, baseline }) {
     "",
     `GET / answering a 5-byte body. wrk -t1 -c${CONNECTIONS}; ${runs} round(s). A round starts every case of a runtime on a fresh server and warms each up ${warmS} s, then measures ${seconds} s of each in ${slices} slice(s) of ${seconds / slices} s, the cases in turn (the order reversed every other slice), so the cases of one slice run seconds apart: this machine's speed moves by up to 2× over seconds (\`node scripts/probes/machine_speed.mjs\`).`,
     `Server pinned to core 1, wrk to core 0, loopback. "CPU µs/req" is the server process's utime+stime (/proc/<pid>/stat, all threads) over a measured slice divided by the requests served — the primary cost figure; "server CPU" is that CPU time as a share of the slice's wall time (100% = the server, not wrk, was the bottleneck). Figures are medians over all slices.`,
-    `Ratios are taken inside each slice (the case ÷ (a) or (c) of the same runtime in the same slice), then the median over all slices; the targets give the middle half of the per-slice ratios (p25–p75) after it. "non-2xx" counts the measured slices' non-2xx responses (the target is none); "refusals" is what the server's onDeny counted since it started (warm-up included).`,
+    `Ratios are taken inside each slice (the case ÷ (a) or (c) of the same runtime in the same slice), then the median over all slices; the targets give the middle half of the per-slice ratios (p25–p75) after it, and the median over the quiet slices alone (a diagnostic: those before which a fixed memory-bound loop, bench/http/_speed.mjs, ran on the server core within 1.25× its fastest time in the run, for both cases; a contended host slows the heavier server more). "non-2xx" counts the measured slices' non-2xx responses (the target is none); "refusals" is what the server's onDeny counted since it started (warm-up included).`,
     baseline ? `"after" is this checkout (${env.current}); "before" is ${baseline.ref} (${baseline.commit.slice(0, 10)}), the library exported from git and served by the same server files, run in the same rounds.` : "",
     "",
     envBlock(env),
     "",
     "## Targets (issue 13)",
     "",
-    ...targets(rts, by, baseline),
+    ...targets(rts, by, baseline, cases),
     "",
   ];
   for (const rt of rts) {
@@ -123,14 +123,18 @@ export async function hotPath({ runs, runtimes, quick, gen, env, baseline }) {
 }
 
 /** The issue's hot-path targets, one line each, with the "before" figure next to it when there is one. */
-function targets(rts, by, baseline) {
+function targets(rts, by, baseline, cases) {
   const lines = [];
   const verdict = (ok) => (ok ? "met" : "**missed**");
   const pair = (rt, id, key) => {
     const after = by(rt, id)?.[key];
     const before = baseline ? by(rt, `${id}-before`)?.[key] : undefined;
     const ref = by(rt, key === "cpuXHono" ? "c" : "a");
-    return { after, text: `${fmt.share(after)}× (slices ${ratioSpread(by(rt, id), ref)})${baseline ? ` (before ${fmt.share(before)}×)` : ""}` };
+    return { after, text: `${fmt.share(after)}× (slices ${ratioSpread(by(rt, id), ref)}${quiet(by(rt, id), ref)})${baseline ? ` (before ${fmt.share(before)}×)` : ""}` };
+  };
+  const quiet = (c, ref) => {
+    const q = quietRatio(c, ref, cases);
+    return `; quiet slices ${fmt.share(q.ratio)}×, ${q.quiet} of ${q.of}`;
   };
   for (const rt of rts) {
     const refKey = TARGET_REF[rt] === "c" ? "cpuXHono" : "cpuX";
@@ -151,7 +155,7 @@ function targets(rts, by, baseline) {
     lines.push(`- ${rt}: hygiene() middleware: CPU/req ${d.text} bare Hono (target ≤ 1.20) — ${verdict(d.after <= 1.2)}.`);
     // What Hono charges for any middleware at all, and what hygiene() adds on top of that.
     const c2 = by(rt, "c2");
-    if (c2) lines.push(`  - Hono's own cost of one middleware, (c2) a no-op one: ${fmt.share(c2.cpuXHono)}× bare Hono; hygiene() ÷ (c2): ${fmt.share(ratioInRounds(by(rt, "d"), c2))}× (slices ${ratioSpread(by(rt, "d"), c2)}).`);
+    if (c2) lines.push(`  - Hono's own cost of one middleware, (c2) a no-op one: ${fmt.share(c2.cpuXHono)}× bare Hono; hygiene() ÷ (c2): ${fmt.share(ratioInRounds(by(rt, "d"), c2))}× (slices ${ratioSpread(by(rt, "d"), c2)}${quiet(by(rt, "d"), c2)}).`);
     const libs = ["b", "d2", "d"].map((id) => by(rt, id)).filter(Boolean);
     const refused = libs.reduce((n, c) => n + c.non2xx + c.errors, 0);
     const before = baseline ? ["b", "d2", "d"].map((id) => by(rt, `${id}-before`)).filter(Boolean).reduce((n, c) => n + c.non2xx + c.errors, 0) : undefined;
