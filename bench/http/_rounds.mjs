@@ -1,11 +1,15 @@
-// Rounds of CPU-per-request runs, shared by part 1 (hot path) and part 6 (refusal cost).
-// This machine's speed moves by up to 2× over seconds (`scripts/probes/machine_speed.mjs`:
-// a fixed memory-bound loop on the server's core), so a ratio of two runs a minute apart
-// measures the machine as much as the code. Each round therefore starts every case of a
-// runtime on a fresh server, warms each up, then measures them in short slices in turn
-// (`slices` of `seconds / slices` each, the order reversed every other slice): the cases of
-// one slice run seconds apart, and every ratio is taken inside a slice (case ÷ reference of
-// the same slice) before its median over all slices of all rounds is taken.
+// Rounds of CPU-per-request runs, shared by part 1 (hot path) and part 6 (refusal cost):
+// every case once per round, in order, each run on a freshly started server; the figure is
+// the median over rounds, and every ratio is taken inside a round (case ÷ reference of the
+// same round) before its median is taken.
+// `slices` > 1 (`--slices=N`) measures finer, as a cross-check: this machine's speed moves by
+// up to 2× over seconds (`scripts/probes/machine_speed.mjs`), and a round takes minutes. Each
+// round then starts every case of a runtime on a fresh server and warms each up, then measures
+// them in N slices of `seconds / N` in turn (the order reversed every other slice), each after
+// a 1 s re-warm; every ratio is taken inside a slice. The servers idle through the other cases'
+// slices, which the one-run-per-case flow never does, so the two flows are not the same
+// measurement: the sliced one read serve-hygiene's subjects higher on every runtime (bench/README.md).
+// Either way the machine's speed is timed on the server core before each measured run (quietRatio).
 import { cpuSeconds, currentTree, endMachineSpeed, load, machineSpeedMs, median, startServer, stopServer, undisturbed } from "./_lib.mjs";
 import { fmt } from "./_report.mjs";
 
@@ -21,28 +25,34 @@ export async function runRounds({ cases, runs, warmS, seconds, slices = 1, conne
   const sliceS = seconds / slices;
   const groups = [...new Set(cases.map((c) => c.rt))].map((rt) => cases.filter((c) => c.rt === rt));
   for (let run = 1; run <= runs; run++) {
-    for (const group of groups) {
+    for (const group of slices === 1 ? [cases] : groups) {
       const live = [];
       try {
+        if (slices === 1) {
+          // One run per case: start, warm up, measure, stop, before the next case starts.
+          for (const c of group) {
+            const l = await startCase(c, { warmS, connections, gen, path });
+            live.push(l);
+            const m = l.failed ? { failed: l.failed } : await measure(l, { seconds, rewarmS: 0, connections, gen, path }).catch((error) => ({ failed: firstLine(error) }));
+            c.runs.push(m);
+            await stopCase(l);
+            report(c, m, `run ${run}`);
+          }
+          continue;
+        }
         for (const c of group) live.push(await startCase(c, { warmS, connections, gen, path }));
         for (let slice = 0; slice < slices; slice++) {
           const order = slice % 2 === 0 ? live : [...live].reverse();
           const measured = new Map();
-          for (const l of order) measured.set(l.c, l.failed ? { failed: l.failed } : await measure(l, { seconds: sliceS, rewarmS: slices > 1 ? 1 : 0, connections, gen, path }).catch((error) => ({ failed: firstLine(error) })));
+          for (const l of order) measured.set(l.c, l.failed ? { failed: l.failed } : await measure(l, { seconds: sliceS, rewarmS: 1, connections, gen, path }).catch((error) => ({ failed: firstLine(error) })));
           for (const l of live) {
             const m = measured.get(l.c);
             l.c.runs.push(m);
-            if (slice === slices - 1) report(l.c, m, `run ${run}${slices > 1 ? ` (${slices} slices)` : ""}`);
+            if (slice === slices - 1) report(l.c, m, `run ${run} (${slices} slices)`);
           }
         }
       } finally {
-        for (const l of live) {
-          l.undo?.();
-          if (l.server) await stopServer(l.server);
-          const denials = l.server && [...l.server.log().matchAll(/\{"denials":(\{[^}]*\})\}/g)].at(-1)?.[1];
-          const last = l.c.runs.at(-1);
-          if (denials && last && !last.failed) last.denials = denials;
-        }
+        for (const l of live) await stopCase(l);
       }
     }
   }
@@ -74,9 +84,21 @@ async function startCase(c, { warmS, connections, gen, path }) {
   return l;
 }
 
+/** Stops a case's server (once) and keeps its last printed refusal counts on its last run. */
+async function stopCase(l) {
+  if (l.stopped) return;
+  l.stopped = true;
+  l.undo?.();
+  if (l.server === undefined) return;
+  await stopServer(l.server);
+  const denials = [...l.server.log().matchAll(/\{"denials":(\{[^}]*\})\}/g)].at(-1)?.[1];
+  const last = l.c.runs.at(-1);
+  if (denials && last && !last.failed) last.denials = denials;
+}
+
 /** One measured slice of a live case: the server's CPU over the load run ÷ the requests. */
 async function measure({ c, server }, { seconds, rewarmS, connections, gen, path }) {
-  // A server idle for the other cases' slices starts cold (its heap shrunk, its threads parked): load it again first.
+  // A server idle through the other cases' slices starts cold (its heap shrunk, its threads parked): load it again first.
   if (rewarmS > 0) await load(gen, { port: server.port, path, connections, seconds: rewarmS });
   // The machine's speed on the server's core just before the slice (see quietRatio).
   const speedMs = await machineSpeedMs();
@@ -99,13 +121,13 @@ async function measure({ c, server }, { seconds, rewarmS, connections, gen, path
   };
 }
 
-/** One line per case and round: the round's last slice (the figures are medians over all slices). */
+/** One line per case and round (sliced: the round's last slice; the figures are medians over all slices). */
 function report(c, m, what) {
   const head = `  ${what} ${c.rt.padEnd(4)} ${c.label.padEnd(76)}`;
   if (m.failed) return console.log(`${head} FAILED: ${m.failed}`);
   console.log(
     `${head} ${fmt.int(m.rps).padStart(7)} req/s  p99 ${fmt.ms(m.p99Us).padStart(6)} ms  ${fmt.us(m.cpuUsPerReq).padStart(5)} µs CPU/req  server CPU ${fmt.pct(m.cpuShare)}` +
-      `  non-2xx ${m.non2xx}${m.errors ? `  socket errors ${m.errors}` : ""}` +
+      `  non-2xx ${m.non2xx}${m.errors ? `  socket errors ${m.errors}` : ""}${m.denials ? `  refusals since start ${m.denials}` : ""}` +
       (m.noise >= 0.1 ? `  (others used ${Math.round(m.noise * 100)}% of a core)` : ""),
   );
 }
@@ -127,15 +149,17 @@ export function ratioInRounds(c, ref, key = "cpuUsPerReq") {
 
 /**
  * The same median over the quiet slices only: those before which the machine's speed loop
- * (bench/http/_speed.mjs) ran within 1.25× its fastest time in the whole run, for both cases.
+ * (bench/http/_speed.mjs) ran within 1.25× its 10th-percentile time in the whole run, for both
+ * cases (not its fastest: a rare fast moment left 0-2 slices of 12 quiet in a 3-round run).
  * A diagnostic beside the median of all slices, never instead of it: it says how much of a
  * ratio the host's contention made (a contended host slows the heavier server more).
  * Returns `{ ratio, quiet, of }`.
  */
 export function quietRatio(c, ref, cases, key = "cpuUsPerReq") {
   if (!c || !ref) return { ratio: NaN, quiet: 0, of: 0 };
-  const fastest = Math.min(...cases.flatMap((x) => x.runs.map((m) => m.speedMs)).filter(Number.isFinite));
-  const quiet = (m) => m && !m.failed && m.speedMs <= 1.25 * fastest;
+  const speeds = cases.flatMap((x) => x.runs.map((m) => m.speedMs)).filter(Number.isFinite).sort((a, b) => a - b);
+  const quick = speeds[Math.floor(speeds.length / 10)];
+  const quiet = (m) => m && !m.failed && m.speedMs <= 1.25 * quick;
   const r = c.runs.map((m, i) => (quiet(m) && quiet(ref.runs[i]) ? m[key] / ref.runs[i][key] : NaN)).filter(Number.isFinite);
   return { ratio: r.length === 0 ? NaN : median(r), quiet: r.length, of: c.runs.length };
 }

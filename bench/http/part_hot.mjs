@@ -60,10 +60,10 @@ export function hotCases(runtimes, baseline) {
   }));
 }
 
-export async function hotPath({ runs, runtimes, quick, gen, env, baseline }) {
+export async function hotPath({ runs, runtimes, quick, gen, env, baseline, slices: sliceCount = 1 }) {
   const warmS = quick ? 1 : 2;
   const seconds = quick ? 3 : 4;
-  const slices = quick ? 1 : 4;
+  const slices = quick ? 1 : sliceCount;
   const cases = await runRounds({ cases: hotCases(runtimes, baseline), runs, warmS, seconds, slices, connections: CONNECTIONS, gen });
   const by = (rt, id) => cases.find((c) => c.rt === rt && c.id === id);
   for (const c of cases) {
@@ -73,11 +73,19 @@ export async function hotPath({ runs, runtimes, quick, gen, env, baseline }) {
   }
   const rts = runtimes.filter((r) => CASES[r]);
   const md = [
-    `# Part 1 — hot path`,
+    `# Part 1 — hot path${slices === 1 ? "" : ` (sliced: ${slices} slices a round)`}`,
     "",
-    `GET / answering a 5-byte body. wrk -t1 -c${CONNECTIONS}; ${runs} round(s). A round starts every case of a runtime on a fresh server and warms each up ${warmS} s, then measures ${seconds} s of each in ${slices} slice(s) of ${seconds / slices} s, the cases in turn (the order reversed every other slice), so the cases of one slice run seconds apart: this machine's speed moves by up to 2× over seconds (\`node scripts/probes/machine_speed.mjs\`).`,
-    `Server pinned to core 1, wrk to core 0, loopback. "CPU µs/req" is the server process's utime+stime (/proc/<pid>/stat, all threads) over a measured slice divided by the requests served — the primary cost figure; "server CPU" is that CPU time as a share of the slice's wall time (100% = the server, not wrk, was the bottleneck). Figures are medians over all slices.`,
-    `Ratios are taken inside each slice (the case ÷ (a) or (c) of the same runtime in the same slice), then the median over all slices; the targets give the middle half of the per-slice ratios (p25–p75) after it, and the median over the quiet slices alone (a diagnostic: those before which a fixed memory-bound loop, bench/http/_speed.mjs, ran on the server core within 1.25× its fastest time in the run, for both cases; a contended host slows the heavier server more). "non-2xx" counts the measured slices' non-2xx responses (the target is none); "refusals" is what the server's onDeny counted since it started (warm-up included).`,
+    ...(slices === 1
+      ? [
+        `GET / answering a 5-byte body. wrk -t1 -c${CONNECTIONS}, ${warmS} s warm-up then ${seconds} s measured, median of ${runs} round(s); every case runs once per round, each on a freshly started server.`,
+        `Server pinned to core 1, wrk to core 0, loopback. "CPU µs/req" is the server process's utime+stime (/proc/<pid>/stat, all threads) over the measured run divided by the requests served — the primary cost figure; "server CPU" is that CPU time as a share of the run's wall time (100% = the server, not wrk, was the bottleneck).`,
+        `Ratios are taken inside each round (the case ÷ (a) or (c) of the same runtime in the same round), then the median over rounds; the targets give the middle half of the per-round ratios (p25–p75) after it, and the median over the quiet rounds alone (a diagnostic: those before which a fixed memory-bound loop, bench/http/_speed.mjs, ran on the server core within 1.25× its 10th-percentile time in the run, for both cases; a contended host slows the heavier server more). "non-2xx" counts the measured runs' non-2xx responses (the target is none); "refusals" is what the server's onDeny counted since it started (warm-up included).`,
+      ]
+      : [
+        `GET / answering a 5-byte body. wrk -t1 -c${CONNECTIONS}; ${runs} round(s), sliced (\`--slices=${slices}\`, a cross-check of the one-run-per-case flow): a round starts every case of a runtime on a fresh server and warms each up ${warmS} s, then measures ${seconds} s of each in ${slices} slices of ${seconds / slices} s, the cases in turn (the order reversed every other slice), each slice after a 1 s re-warm, so the cases of one slice run seconds apart: this machine's speed moves by up to 2× over seconds (\`node scripts/probes/machine_speed.mjs\`). The servers idle through the other cases' slices.`,
+        `Server pinned to core 1, wrk to core 0, loopback. "CPU µs/req" is the server process's utime+stime (/proc/<pid>/stat, all threads) over a measured slice divided by the requests served; "server CPU" is that CPU time as a share of the slice's wall time. Figures are medians over all slices.`,
+        `Ratios are taken inside each slice (the case ÷ (a) or (c) of the same runtime in the same slice), then the median over all slices; the targets give the middle half of the per-slice ratios (p25–p75) after it, and the median over the quiet slices alone (a diagnostic: those before which a fixed memory-bound loop, bench/http/_speed.mjs, ran on the server core within 1.25× its 10th-percentile time in the run, for both cases). "non-2xx" counts the measured slices' non-2xx responses (the target is none); "refusals" is what the server's onDeny counted since it started (warm-up included).`,
+      ]),
     baseline ? `"after" is this checkout (${env.current}); "before" is ${baseline.ref} (${baseline.commit.slice(0, 10)}), the library exported from git and served by the same server files, run in the same rounds.` : "",
     "",
     envBlock(env),
@@ -119,7 +127,8 @@ export async function hotPath({ runs, runtimes, quick, gen, env, baseline }) {
   });
   const summary = cases.map((c) => `${c.rt} ${c.id}: ${fmt.int(c.rps)} req/s, CPU ${fmt.us(c.cpuUsPerReq)} µs/req (÷ raw ${fmt.share(c.cpuX)}, ÷ Hono ${fmt.share(c.cpuXHono)}), non-2xx ${c.non2xx}`).join("\n");
   const json = { env, baseline: baseline && { ref: baseline.ref, commit: baseline.commit }, cases: cases.map(({ tree, ...c }) => c) };
-  return { files: { "hot-path.md": md.join("\n"), "hot-path.svg": svg, "hot-path.json": JSON.stringify(json, null, 1) }, summary };
+  const name = slices === 1 ? "hot-path" : "hot-path-sliced";
+  return { files: { [`${name}.md`]: md.join("\n"), [`${name}.svg`]: svg, [`${name}.json`]: JSON.stringify(json, null, 1) }, summary };
 }
 
 /** The issue's hot-path targets, one line each, with the "before" figure next to it when there is one. */
@@ -130,11 +139,11 @@ function targets(rts, by, baseline, cases) {
     const after = by(rt, id)?.[key];
     const before = baseline ? by(rt, `${id}-before`)?.[key] : undefined;
     const ref = by(rt, key === "cpuXHono" ? "c" : "a");
-    return { after, text: `${fmt.share(after)}× (slices ${ratioSpread(by(rt, id), ref)}${quiet(by(rt, id), ref)})${baseline ? ` (before ${fmt.share(before)}×)` : ""}` };
+    return { after, text: `${fmt.share(after)}× (per-run ratios ${ratioSpread(by(rt, id), ref)}${quiet(by(rt, id), ref)})${baseline ? ` (before ${fmt.share(before)}×)` : ""}` };
   };
   const quiet = (c, ref) => {
     const q = quietRatio(c, ref, cases);
-    return `; quiet slices ${fmt.share(q.ratio)}×, ${q.quiet} of ${q.of}`;
+    return `; quiet runs ${fmt.share(q.ratio)}×, ${q.quiet} of ${q.of}`;
   };
   for (const rt of rts) {
     const refKey = TARGET_REF[rt] === "c" ? "cpuXHono" : "cpuX";
@@ -155,7 +164,7 @@ function targets(rts, by, baseline, cases) {
     lines.push(`- ${rt}: hygiene() middleware: CPU/req ${d.text} bare Hono (target ≤ 1.20) — ${verdict(d.after <= 1.2)}.`);
     // What Hono charges for any middleware at all, and what hygiene() adds on top of that.
     const c2 = by(rt, "c2");
-    if (c2) lines.push(`  - Hono's own cost of one middleware, (c2) a no-op one: ${fmt.share(c2.cpuXHono)}× bare Hono; hygiene() ÷ (c2): ${fmt.share(ratioInRounds(by(rt, "d"), c2))}× (slices ${ratioSpread(by(rt, "d"), c2)}${quiet(by(rt, "d"), c2)}).`);
+    if (c2) lines.push(`  - Hono's own cost of one middleware, (c2) a no-op one: ${fmt.share(c2.cpuXHono)}× bare Hono; hygiene() ÷ (c2): ${fmt.share(ratioInRounds(by(rt, "d"), c2))}× (per-run ratios ${ratioSpread(by(rt, "d"), c2)}${quiet(by(rt, "d"), c2)}).`);
     const libs = ["b", "d2", "d"].map((id) => by(rt, id)).filter(Boolean);
     const refused = libs.reduce((n, c) => n + c.non2xx + c.errors, 0);
     const before = baseline ? ["b", "d2", "d"].map((id) => by(rt, `${id}-before`)).filter(Boolean).reduce((n, c) => n + c.non2xx + c.errors, 0) : undefined;
@@ -169,7 +178,7 @@ function beforeAfter(rts, cases, by) {
   const out = ["## Before / after (same rounds)", ""];
   for (const rt of rts) {
     out.push(`### ${rt}`, "", table(
-      ["subject", "CPU µs/req before", "after", "after ÷ before (in slices)", "÷ (a) raw before", "after", "÷ (c) bare Hono before", "after", "non-2xx before", "after"],
+      ["subject", "CPU µs/req before", "after", "after ÷ before (in runs)", "÷ (a) raw before", "after", "÷ (c) bare Hono before", "after", "non-2xx before", "after"],
       cases.filter((c) => c.rt === rt && c.lib && !c.before).map((c) => {
         const p = by(rt, `${c.id}-before`);
         return [c.label.replace(/ — after$/, ""), fmt.us(p?.cpuUsPerReq), fmt.us(c.cpuUsPerReq), fmt.share(ratioInRounds(c, p)),

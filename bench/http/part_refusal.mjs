@@ -31,26 +31,28 @@ export function refusalCases(runtimes, baseline) {
   });
 }
 
-export async function refusal({ runs, runtimes, quick, gen, env, baseline }) {
+export async function refusal({ runs, runtimes, quick, gen, env, baseline, slices: sliceCount = 1 }) {
   const warmS = quick ? 1 : 2;
   const seconds = quick ? 3 : 4;
-  const slices = quick ? 1 : 4;
+  const slices = quick ? 1 : sliceCount;
   const cases = await runRounds({ cases: refusalCases(runtimes, baseline), runs, warmS, seconds, slices, connections: CONNECTIONS, gen });
   const by = (rt, id) => cases.find((c) => c.rt === rt && c.id === id);
   for (const c of cases) c.cpuXCap = ratioInRounds(c, by(c.rt, "r1"));
   const rts = runtimes.filter((rt) => RAW[rt]);
   const lines = rts.map((rt) => {
     const r2 = by(rt, "r2"), before = by(rt, "r2-before");
-    return `- ${rt}: serve-hygiene ${fmt.us(r2?.cpuUsPerReq)} µs per refusal against the 15-line cap's ${fmt.us(by(rt, "r1")?.cpuUsPerReq)}: ${fmt.share(r2?.cpuXCap)}× (slices ${ratioSpread(r2, by(rt, "r1"))}; quiet slices ${fmt.share(quietRatio(r2, by(rt, "r1"), cases).ratio)}×, ${quietRatio(r2, by(rt, "r1"), cases).quiet} of ${r2?.runs.length}; target ≤ 1.00)` +
+    return `- ${rt}: serve-hygiene ${fmt.us(r2?.cpuUsPerReq)} µs per refusal against the 15-line cap's ${fmt.us(by(rt, "r1")?.cpuUsPerReq)}: ${fmt.share(r2?.cpuXCap)}× (per-run ratios ${ratioSpread(r2, by(rt, "r1"))}; quiet runs ${fmt.share(quietRatio(r2, by(rt, "r1"), cases).ratio)}×, ${quietRatio(r2, by(rt, "r1"), cases).quiet} of ${r2?.runs.length}; target ≤ 1.00)` +
       `${before ? ` (before: ${fmt.us(before.cpuUsPerReq)} µs, ${fmt.share(before.cpuXCap)}×)` : ""} — ${r2?.cpuXCap <= 1 ? "met" : "**missed**"}.` +
       (by(rt, "r3") ? `\n  - ÷ (r3), ${rt === "node" ? "the cap behind the same translation" : "the cap reading each request's peer as a per-IP gate must"}: ${fmt.share(ratioInRounds(r2, by(rt, "r3")))}× ((r3) itself ${fmt.share(by(rt, "r3").cpuXCap)}× (r1)).` : "");
   });
   const md = [
-    `# Part 6 — the cost of one 503 refusal`,
+    `# Part 6 — the cost of one 503 refusal${slices === 1 ? "" : ` (sliced: ${slices} slices a round)`}`,
     "",
     `Each server has an in-flight limit of 1 whose permit is held by one request to \`/hold\` that never settles (the runner sends it on its own connection, then checks that a GET / is answered 503).`,
-    `wrk -t1 -c${CONNECTIONS} then sends GET /, ${warmS} s warm-up and ${seconds} s measured in ${slices} slice(s), and every request is refused. "CPU µs/refusal" is the server's utime+stime (/proc) over a measured slice ÷ the requests answered — the same method as part 1.`,
-    `${runs} round(s), as in part 1: a round starts every case of a runtime on a fresh server and warms each up, then measures the cases in turn, slice by slice (the order reversed every other slice); figures are medians over all slices, and the ratio to (r1) is taken inside each slice, then its median (the middle half of the per-slice ratios after it, and the median over the quiet slices alone, as in part 1). "refused" is the share of non-2xx answers (should be 100%: anything less means the hold was lost).`,
+    `wrk -t1 -c${CONNECTIONS} then sends GET /, ${warmS} s warm-up and ${seconds} s measured${slices === 1 ? "" : ` in ${slices} slices`}, and every request is refused. "CPU µs/refusal" is the server's utime+stime (/proc) over the measured ${slices === 1 ? "run" : "slice"} ÷ the requests answered — the same method as part 1.`,
+    slices === 1
+      ? `Median of ${runs} round(s), each run on a freshly started server; the ratio to (r1) is taken inside each round, then its median (the middle half of the per-round ratios after it, and the median over the quiet rounds alone, as in part 1). "refused" is the share of non-2xx answers (should be 100%: anything less means the hold was lost).`
+      : `${runs} round(s), sliced as in part 1's \`--slices\` (a cross-check): a round starts every case of a runtime on a fresh server and warms each up, then measures the cases in turn, slice by slice (the order reversed every other slice, each slice after a 1 s re-warm); figures are medians over all slices, and the ratio to (r1) is taken inside each slice, then its median (the middle half of the per-slice ratios after it, and the median over the quiet slices alone). "refused" is the share of non-2xx answers (should be 100%: anything less means the hold was lost).`,
     `(r1) is the 15-line in-flight cap (\`inFlightCap\` in bench/http/servers/_shared.ts) around the raw server, answering a prebuilt 503 with the same headers and body as serve-hygiene's.`,
     `(r2) is serve-hygiene's \`serve()\` with part 1's every-gate-on options, \`concurrencyLimit: 1\` and \`shedWaitMs: 0\` (no admission queue: the request past the limit is refused at once, as the cap's is): the refusal is the concurrency limit's, after the draining, memory, load, framing, rate-limit and per-key gates have each passed the request.`,
     baseline ? `"after" is this checkout (${env.current}); "before" is ${baseline.ref} (${baseline.commit.slice(0, 10)}), the library exported from git and served by the same server files, run in the same rounds.` : "",
@@ -74,7 +76,8 @@ export async function refusal({ runs, runtimes, quick, gen, env, baseline }) {
   }
   const summary = cases.map((c) => `${c.rt} ${c.id}: ${fmt.us(c.cpuUsPerReq)} µs CPU/refusal (÷ cap ${fmt.share(c.cpuXCap)}), refused ${fmt.pct(c.non2xxShare)}`).join("\n");
   const json = { env, baseline: baseline && { ref: baseline.ref, commit: baseline.commit }, cases: cases.map(({ tree, prepare, ...c }) => c) };
-  return { files: { "refusal.md": md.join("\n"), "refusal.json": JSON.stringify(json, null, 1) }, summary };
+  const name = slices === 1 ? "refusal" : "refusal-sliced";
+  return { files: { [`${name}.md`]: md.join("\n"), [`${name}.json`]: JSON.stringify(json, null, 1) }, summary };
 }
 
 /**

@@ -11,6 +11,8 @@
 //   --busy: do not wait for a quiet machine (a shared box never is); figures still go to results,
 //   each run's disturbance is printed, and the report says the machine was busy
 //   --no-quiet-wait: the same as --busy
+//   --slices=N (hot, refusal): a cross-check that measures each round's cases in N slices in turn
+//   (bench/http/_rounds.mjs), written to hot-path-sliced.* / refusal-sliced.* instead
 //   --baseline <ref> (hot, refusal): the library as it was at <ref> (git archive into a temporary
 //   directory, removed at the end) runs the serve-hygiene subjects next to this checkout's, in the
 //   same rounds: before and after side by side in one run.
@@ -57,8 +59,10 @@ const opts = {
   ...(flag("wait-sweep") === undefined ? {} : { waitSweep: flag("wait-sweep").split(",").map(Number) }),
   ...(flag("standing-sweep") === undefined ? {} : { standingSweep: flag("standing-sweep").split(",").map(Number) }),
   ...(flag("accept-hold-ms") === undefined ? {} : { acceptHoldMs: Number(flag("accept-hold-ms")) }),
+  ...(flag("slices") === undefined ? {} : { slices: Number(flag("slices")) }),
 };
 if (opts.runs < 1) throw new Error("--runs must be at least 1");
+if (opts.slices !== undefined && !(Number.isInteger(opts.slices) && opts.slices >= 1)) throw new Error("--slices must be a whole number, at least 1");
 
 // --quick figures are not results: they go to a temporary directory, never over bench/results.
 const results = quick ? join(tmpdir(), "serve-hygiene-bench-quick") : join(root, "bench", "results");
