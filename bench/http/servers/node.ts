@@ -47,6 +47,8 @@ function onHonoNodeServer(fetch: (request: Request, env: unknown) => Response | 
 
 /** node:http listening with `handler`. */
 function rawServer(handler: (req: IncomingMessage, res: ServerResponse) => unknown) {
+  // probe.mjs sends SIGTERM to a server run with BENCH_NODE_FLAGS: exit, so a --cpu-prof is written.
+  process.once("SIGTERM", () => process.exit(0));
   const http = createServer(handler);
   http.listen(0, HOST, () => announce((http.address() as { port: number }).port));
 }
