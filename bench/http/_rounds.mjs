@@ -8,7 +8,7 @@
 // them in N slices of `seconds / N` in turn (the order reversed every other slice), each after
 // a 1 s re-warm; every ratio is taken inside a slice. The servers idle through the other cases'
 // slices, which the one-run-per-case flow never does, so the two flows are not the same
-// measurement: the sliced one read serve-hygiene's subjects higher on every runtime (bench/README.md).
+// measurement: the sliced one read serve-hygiene's subjects higher on Deno and Bun (bench/README.md).
 // Either way the machine's speed is timed on the server core before each measured run (quietRatio).
 import { cpuSeconds, currentTree, endMachineSpeed, load, machineSpeedMs, median, startServer, stopServer, undisturbed } from "./_lib.mjs";
 import { fmt } from "./_report.mjs";
