@@ -16,45 +16,18 @@ import { fmt } from "./_report.mjs";
 /**
  * A case: `{ rt, id, label, file, variant, tree?, prepare?(server) }`. `prepare` runs after the
  * server listens and before the warm-up (part 6 parks its held request there) and may return
- * a function that undoes it. Each slice records req/s, p99, server CPU µs per request, non-2xx
- * responses and socket errors; the last slice of a round also the server's last printed
- * refusal counts by layer. `c.runs` holds the slices, in the same order for every case.
+ * a function that undoes it. Each measured run (a round's, or a slice of one) records req/s,
+ * p99, server CPU µs per request, non-2xx responses, socket errors and the machine's speed
+ * before it; a round's last also the server's last printed refusal counts by layer. `c.runs`
+ * holds them in the same order for every case.
  */
 export async function runRounds({ cases, runs, warmS, seconds, slices = 1, connections, gen, path = "/" }) {
   for (const c of cases) c.runs = [];
-  const sliceS = seconds / slices;
+  const opts = { warmS, connections, gen, path };
   const groups = [...new Set(cases.map((c) => c.rt))].map((rt) => cases.filter((c) => c.rt === rt));
   for (let run = 1; run <= runs; run++) {
-    for (const group of slices === 1 ? [cases] : groups) {
-      const live = [];
-      try {
-        if (slices === 1) {
-          // One run per case: start, warm up, measure, stop, before the next case starts.
-          for (const c of group) {
-            const l = await startCase(c, { warmS, connections, gen, path });
-            live.push(l);
-            const m = l.failed ? { failed: l.failed } : await measure(l, { seconds, rewarmS: 0, connections, gen, path }).catch((error) => ({ failed: firstLine(error) }));
-            c.runs.push(m);
-            await stopCase(l);
-            report(c, m, `run ${run}`);
-          }
-          continue;
-        }
-        for (const c of group) live.push(await startCase(c, { warmS, connections, gen, path }));
-        for (let slice = 0; slice < slices; slice++) {
-          const order = slice % 2 === 0 ? live : [...live].reverse();
-          const measured = new Map();
-          for (const l of order) measured.set(l.c, l.failed ? { failed: l.failed } : await measure(l, { seconds: sliceS, rewarmS: 1, connections, gen, path }).catch((error) => ({ failed: firstLine(error) })));
-          for (const l of live) {
-            const m = measured.get(l.c);
-            l.c.runs.push(m);
-            if (slice === slices - 1) report(l.c, m, `run ${run} (${slices} slices)`);
-          }
-        }
-      } finally {
-        for (const l of live) await stopCase(l);
-      }
-    }
+    if (slices === 1) await oneRunEach(cases, run, seconds, opts);
+    else for (const group of groups) await sliced(group, run, slices, seconds / slices, opts);
   }
   endMachineSpeed();
   for (const c of cases) {
@@ -71,6 +44,42 @@ export async function runRounds({ cases, runs, warmS, seconds, slices = 1, conne
 
 const firstLine = (error) => String(error?.message ?? error).split("\n")[0];
 
+/** One run per case: start, warm up, measure, stop, before the next case starts. */
+async function oneRunEach(cases, run, seconds, opts) {
+  for (const c of cases) {
+    const l = await startCase(c, opts);
+    try {
+      c.runs.push(await measureCase(l, seconds, 0, opts));
+    } finally {
+      await stopCase(l);
+    }
+    report(c, c.runs.at(-1), `run ${run}`);
+  }
+}
+
+/** Every case of `group` live at once, measured in `slices` slices of `sliceS` in turn. */
+async function sliced(group, run, slices, sliceS, opts) {
+  const live = [];
+  try {
+    for (const c of group) live.push(await startCase(c, opts));
+    for (let slice = 0; slice < slices; slice++) {
+      const order = slice % 2 === 0 ? live : [...live].reverse();
+      const measured = new Map();
+      for (const l of order) measured.set(l, await measureCase(l, sliceS, 1, opts));
+      for (const l of live) l.c.runs.push(measured.get(l));
+    }
+  } finally {
+    for (const l of live) await stopCase(l);
+  }
+  for (const l of live) report(l.c, l.c.runs.at(-1), `run ${run} (${slices} slices)`);
+}
+
+/** A measured run of a started case, or its failure. */
+function measureCase(l, seconds, rewarmS, { connections, gen, path }) {
+  if (l.failed) return { failed: l.failed };
+  return measure(l, { seconds, rewarmS, connections, gen, path }).catch((error) => ({ failed: firstLine(error) }));
+}
+
 /** Starts a case's server, runs its `prepare`, and warms it up; a failure is kept, not thrown. */
 async function startCase(c, { warmS, connections, gen, path }) {
   const l = { c };
@@ -84,10 +93,8 @@ async function startCase(c, { warmS, connections, gen, path }) {
   return l;
 }
 
-/** Stops a case's server (once) and keeps its last printed refusal counts on its last run. */
+/** Stops a case's server and keeps its last printed refusal counts on its last run. */
 async function stopCase(l) {
-  if (l.stopped) return;
-  l.stopped = true;
   l.undo?.();
   if (l.server === undefined) return;
   await stopServer(l.server);
@@ -96,11 +103,11 @@ async function stopCase(l) {
   if (denials && last && !last.failed) last.denials = denials;
 }
 
-/** One measured slice of a live case: the server's CPU over the load run ÷ the requests. */
+/** One measured run of a live case: the server's CPU over the load run ÷ the requests. */
 async function measure({ c, server }, { seconds, rewarmS, connections, gen, path }) {
   // A server idle through the other cases' slices starts cold (its heap shrunk, its threads parked): load it again first.
   if (rewarmS > 0) await load(gen, { port: server.port, path, connections, seconds: rewarmS });
-  // The machine's speed on the server's core just before the slice (see quietRatio).
+  // The machine's speed on the server's core just before the run (see quietRatio).
   const speedMs = await machineSpeedMs();
   const { result: [r, cpu], noise } = await undisturbed(seconds, async () => {
     const cpu0 = cpuSeconds(server.pid);
@@ -121,7 +128,7 @@ async function measure({ c, server }, { seconds, rewarmS, connections, gen, path
   };
 }
 
-/** One line per case and round (sliced: the round's last slice; the figures are medians over all slices). */
+/** One line per case and round (sliced: the round's last slice; the figures are medians over all runs). */
 function report(c, m, what) {
   const head = `  ${what} ${c.rt.padEnd(4)} ${c.label.padEnd(76)}`;
   if (m.failed) return console.log(`${head} FAILED: ${m.failed}`);
@@ -132,15 +139,15 @@ function report(c, m, what) {
   );
 }
 
-/** `c`'s per-slice ratios to `ref` (each inside one slice), failed slices left out. */
+/** `c`'s per-run ratios to `ref` (each inside one round, or one slice), failed runs left out. */
 function ratios(c, ref, key) {
   if (!c || !ref) return [];
   return c.runs.map((m, i) => (m.failed || ref.runs[i]?.failed ? NaN : m[key] / ref.runs[i][key])).filter(Number.isFinite);
 }
 
 /**
- * CPU per request of `c` ÷ that of `ref`, taken slice by slice (both ran in the same slice of
- * the same round), then the median over all slices; NaN when either is missing.
+ * CPU per request of `c` ÷ that of `ref`, taken run by run (both ran in the same round, or the
+ * same slice of it), then the median over all runs; NaN when either is missing.
  */
 export function ratioInRounds(c, ref, key = "cpuUsPerReq") {
   const r = ratios(c, ref, key);
@@ -148,10 +155,10 @@ export function ratioInRounds(c, ref, key = "cpuUsPerReq") {
 }
 
 /**
- * The same median over the quiet slices only: those before which the machine's speed loop
+ * The same median over the quiet runs only: those before which the machine's speed loop
  * (bench/http/_speed.mjs) ran within 1.25× its 10th-percentile time in the whole run, for both
  * cases (not its fastest: a rare fast moment left 0-2 slices of 12 quiet in a 3-round run).
- * A diagnostic beside the median of all slices, never instead of it: it says how much of a
+ * A diagnostic beside the median of all runs, never instead of it: it says how much of a
  * ratio the host's contention made (a contended host slows the heavier server more).
  * Returns `{ ratio, quiet, of }`.
  */
@@ -164,7 +171,7 @@ export function quietRatio(c, ref, cases, key = "cpuUsPerReq") {
   return { ratio: r.length === 0 ? NaN : median(r), quiet: r.length, of: c.runs.length };
 }
 
-/** The middle half of those per-slice ratios, "p25–p75", to read a median's spread by. */
+/** The middle half of those per-run ratios, "p25–p75", to read a median's spread by. */
 export function ratioSpread(c, ref, key = "cpuUsPerReq") {
   const r = ratios(c, ref, key).sort((a, b) => a - b);
   if (r.length === 0) return "–";
