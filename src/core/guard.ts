@@ -41,6 +41,7 @@ export type { Guard, GuardedHandler, GuardOptions, GuardWork, ServeInfo } from "
 export {
   _guardedFetch,
   _HEAD,
+  type _AnswerHead,
   type _Delivery,
   type _DeliveringFetch,
   type _Fetch,
@@ -266,16 +267,15 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     if (delivery !== undefined) return guarded;
     const steps: _HeadSteps = {
       pass: (a, list, i) => pass(handler, a, list, i, withInfo),
-      waited: (a, list, i, v) => waited(handler, a, list, i, v, withInfo),
       reportDeny,
     };
-    guarded[_HEAD] = (info, translate) => {
+    guarded[_HEAD] = (info, translate, answer) => {
       // Which gates apply to an exempt request is a question about the request.
       if (exempt !== undefined) {
-        translate((request) => guarded(request, info));
+        translate((request) => guarded(request, info), info);
         return undefined;
       }
-      return _passHead(steps, new _Admission(admissionHost, undefined as never, info, clock.now(), config.requestTimeoutMs), gates, translate);
+      return _passHead(steps, new _Admission(admissionHost, undefined as never, info, clock.now(), config.requestTimeoutMs), gates, translate, answer);
     };
     return guarded;
   };

@@ -22,18 +22,26 @@ export interface _Delivery {
 /** A fetch whose asynchronous answers were delivered (see {@linkcode _Delivery}). */
 export type _DeliveringFetch = (request: Request, info?: ServeInfo) => Response | Promise<void>;
 /**
- * Builds the request and answers it with `k(request)` (the adapter's translation, Node). Called
- * at most once, synchronously, inside the {@linkcode _HeadFetch} call; if the request cannot be
- * built, `k` is not called and the adapter answers with its own error.
+ * Builds the request of `info` and answers it with `k(request)` (the adapter's translation,
+ * Node). Called at most once a request: inside the {@linkcode _HeadFetch} call, or later, when
+ * a gate's wait passes; if the request cannot be built, `k` is not called and the adapter
+ * answers with its own error.
  */
-export type _Translate = (k: (request: Request) => Response | Promise<Response>) => void;
+export type _Translate = (k: (request: Request) => Response | Promise<Response>, info: ServeInfo | undefined) => void;
+/**
+ * Writes a refusal's parts for the request of `info`, after a wait (a refusal before any wait is
+ * the {@linkcode _HeadFetch}'s result). `error`: the path failed (the answer is a 500); the
+ * adapter logs it as it logs its translation's failures.
+ */
+export type _AnswerHead = (head: _HeadAnswer, info: ServeInfo | undefined, error?: unknown) => void;
 /**
  * Serves a request from its head, before its Request is built (Node, a head that declares no
- * body): the gates that need nothing of the request run first. A refusal there comes back as
- * parts to write as they are; anything else — a gate that needs the request, a wait, the
- * handler — goes through `translate`, and the result is undefined.
+ * body): the gates that need nothing of the request run first, a wait among them included. A
+ * refusal before any wait comes back as parts to write as they are; one after a wait goes to
+ * `answer`; anything else — a gate that needs the request, the handler — goes through
+ * `translate`, and the result is undefined.
  */
-export type _HeadFetch = (info: ServeInfo, translate: _Translate) => _HeadAnswer | undefined;
+export type _HeadFetch = (info: ServeInfo, translate: _Translate, answer: _AnswerHead) => _HeadAnswer | undefined;
 /** Where a serving fetch keeps its head path (an adapter that can use it reads it there). */
 export const _HEAD: unique symbol = Symbol("serve-hygiene.head") as never;
 /** A serving fetch, with its head path when it has one. */

@@ -62,4 +62,52 @@ describe(`node adapter: refusals from the request head (${runtime})`, () => {
       await handle.shutdown("test done");
     }
   });
+  test(`node adapter: a GET that waits is not translated while it waits: refused after its wait, it is answered from the head; admitted after it, translated then${skipped}`, { skip: !onNode, timeout: 15_000 }, async () => {
+    const { serve } = await import("../../src/adapters/node/mod.ts");
+    let release!: () => void;
+    let held = new Promise<void>((r) => (release = r));
+    let started = 0;
+    const logged: string[] = [];
+    const denied: string[] = [];
+    const handle = await serve(async (request) => {
+      if (new URL(request.url).pathname === "/hold") {
+        started++;
+        await held;
+      }
+      return new Response("ok");
+    }, { port: 0, concurrencyLimit: 1, shedWaitMs: 300, loadMonitor: false, log: (r) => logged.push(r.msg), onDeny: (e) => denied.push(`${e.layer}/${e.reason}`) });
+    const port = handle.address.port;
+    const holder = await rawConnect(port);
+    const waiter = await rawConnect(port);
+    try {
+      holder.write("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n");
+      while (started < 1) await new Promise((r) => setTimeout(r, 5));
+      // Untranslatable (HTTP/1.0 without a Host): had it been translated to wait, the answer would be the translation's 500.
+      waiter.write("GET / HTTP/1.0\r\n\r\n");
+      const refused = await waiter.response();
+      assert.equal(refused.status, 503, "refused at its wait bound from the head, not answered 500 by a failed translation");
+      assert.deepEqual(denied, ["concurrency/queue-timeout"]);
+      assert.equal(refused.headers.get("retry-after"), "1");
+      assert.equal(refused.body, "Service Unavailable");
+      assert.equal(logged.length, 0);
+      // A translatable waiter, admitted when the permit comes back: translated then, and served.
+      const next = await rawConnect(port);
+      try {
+        next.write("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        while (handle.guard.concurrency.waiting < 1) await new Promise((r) => setTimeout(r, 2));
+        release();
+        assert.equal((await holder.response()).status, 200);
+        assert.equal((await next.response()).status, 200);
+      } finally {
+        next.destroy();
+      }
+      assert.equal(handle.guard.inFlight, 0);
+      held = new Promise<void>((r) => (release = r));
+    } finally {
+      release();
+      holder.destroy();
+      waiter.destroy();
+      await handle.shutdown("test done");
+    }
+  });
 });

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server as HttpServer, type Ser
 import type { Socket } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import {
+  type _AnswerHead,
   _ClientLeft,
   _HEAD,
   type _HeadAnswer,
@@ -68,25 +69,26 @@ function _declared(req: IncomingMessage): DeclaredLength {
 // What the adapter tells the guard of a request: its peer, mapped only when read (one
 // object a request, no closure), the head's framing, and whether (and when) the client left.
 class _NodeInfo {
-  readonly #incoming: IncomingMessage;
-  readonly #outgoing: ServerResponse;
+  /** The pair @hono/node-server translates (the head path may ask for it after a wait). */
+  readonly incoming: IncomingMessage;
+  readonly outgoing: ServerResponse;
   readonly declaresBody: boolean;
   readonly declared: DeclaredLength | undefined;
   constructor(incoming: IncomingMessage, outgoing: ServerResponse, declaresBody: boolean) {
-    this.#incoming = incoming;
-    this.#outgoing = outgoing;
+    this.incoming = incoming;
+    this.outgoing = outgoing;
     this.declaresBody = declaresBody;
     this.declared = declaresBody ? _declared(incoming) : undefined;
   }
   get peer() {
-    return peerOf(this.#incoming);
+    return peerOf(this.incoming);
   }
   get clientGone() {
-    return this.#incoming.socket?.destroyed === true;
+    return this.incoming.socket?.destroyed === true;
   }
   // Read only for a request that waits (the admission queue).
   get clientLeft(): AbortSignalLike {
-    return new _ClientLeft(this.#incoming, this.#outgoing);
+    return new _ClientLeft(this.incoming, this.outgoing);
   }
 }
 
@@ -101,14 +103,23 @@ export function listenNode(options: NodeListenOptions): Listen {
     // from prebuilt parts — the refusal path pays for no translation.
     const head = (fetch as _ServingFetch)[_HEAD];
     // What the head path hands over, read back by the translation it calls (synchronously:
-    // @hono/node-server builds the Request and calls its fetch before its first await).
+    // @hono/node-server builds the Request and calls its fetch before its first await). The
+    // head path calls it inside head(), or later, when a wait passes: the info carries the pair.
     let next: ((request: Request) => Response | Promise<Response>) | undefined;
-    let headReq: IncomingMessage | undefined;
-    let headRes: ServerResponse | undefined;
-    const translateHead: _Translate = (k) => {
+    const translateHead: _Translate = (k, info) => {
+      const { incoming, outgoing } = info as _NodeInfo;
       next = k;
-      void translate(headReq!, headRes!);
-      next = undefined;
+      try {
+        void translate(incoming, outgoing);
+      } finally {
+        next = undefined;
+      }
+    };
+    // A refusal after a wait, written from its parts (the client may have left meanwhile).
+    const answerHead: _AnswerHead = (refused, info, error) => {
+      const { outgoing } = info as _NodeInfo;
+      if (error !== undefined) options.log({ level: "error", msg: "guarded handler failed", error });
+      if (!outgoing.headersSent && !outgoing.destroyed) outgoing.writeHead(refused.status, refused.headers).end(refused.body);
     };
     // @hono/node-server translates IncomingMessage/ServerResponse to Request/Response: it
     // measured 4x faster than a translation through undici's own Request/Response (its
@@ -167,17 +178,13 @@ export function listenNode(options: NodeListenOptions): Listen {
         void translate(req, res);
         return;
       }
-      headReq = req;
-      headRes = res;
       let refused: _HeadAnswer | undefined;
       try {
-        refused = head(new _NodeInfo(req, res, false), translateHead);
+        refused = head(new _NodeInfo(req, res, false), translateHead, answerHead);
       } catch (error) {
         // Outside @hono/node-server's own catch: answered as its errorHandler would.
         options.log({ level: "error", msg: "guarded handler failed", error });
         refused = res.headersSent ? undefined : _refusalHead(500);
-      } finally {
-        headReq = headRes = next = undefined;
       }
       if (refused !== undefined) res.writeHead(refused.status, refused.headers).end(refused.body);
     });
