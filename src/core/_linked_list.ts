@@ -24,6 +24,11 @@ export class _LinkedList<T extends _Linked> {
     return this.#head;
   }
 
+  /** The member added last and still in. */
+  get last(): T | undefined {
+    return this.#tail;
+  }
+
   /** Adds `item` last (it must not be in a list). */
   push(item: T): void {
     item.prevLink = this.#tail;

@@ -13,6 +13,7 @@ import { _keyedParts } from "./limits/keyed_gates.ts";
 import { _exemptMatcher } from "./request/exempt.ts";
 import { _Admission, type _AdmissionHost } from "./request/admission.ts";
 import { _createLongLived } from "./request/_long_lived.ts";
+import { _lazyArming } from "./request/_lazy_arming.ts";
 import { _LinkedList } from "./_linked_list.ts";
 import { _durationMs, _options } from "./_validate.ts";
 import {
@@ -90,6 +91,8 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const shutdown = o.shutdown?.signal;
   const keyed = _keyedParts(o, sink);
   const live = new _LinkedList<_Admission>();
+  // Deadlines are armed at the first tick that finds the handler still running (_lazy_arming.ts).
+  const arming = _lazyArming(live, clock, (a) => onDeadline(a));
   const longLived = _createLongLived(o.stopping?.signal ?? shutdown, clock);
   const timed = config.requestTimeoutMs !== Infinity;
   let stragglers = 0;
@@ -218,7 +221,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     }
     if (result instanceof Response) return outcome(a, result);
     live.push(a);
-    if (a.timed) a.armOnce(a.startedAt);
+    arming.track(a);
     const delivery = a.delivery;
     return new Promise<Response>((resolve) => {
       a.resolve = resolve as (res: Response | undefined) => void;
@@ -327,6 +330,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       },
     },
     dispose() {
+      arming.dispose();
       longLived.dispose();
       loadGate?.dispose();
       memory?.dispose();

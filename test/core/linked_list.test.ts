@@ -19,10 +19,12 @@ describe("linked list", () => {
     for (const item of [a, b, c, d]) list.push(item);
     assert.deepEqual(list.snapshot().map((i) => i.id), [1, 2, 3, 4]);
     assert.equal(list.first, a);
+    assert.equal(list.last, d);
     list.delete(c); // middle
     list.delete(a); // head
     assert.equal(list.first, b);
     list.delete(d); // tail
+    assert.equal(list.last, b, "the tail's predecessor is the new last");
     assert.deepEqual(list.snapshot().map((i) => i.id), [2]);
     list.delete(a); // twice
     list.delete(new Item(9)); // a stranger, while the list is not empty

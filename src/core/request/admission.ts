@@ -70,6 +70,8 @@ export class _Admission {
    */
   delivery: { read(info: ServeInfo | undefined): unknown; deliver(res: Response, info: ServeInfo | undefined): void } | undefined = undefined;
   timeoutMs: number;
+  /** The arming tick in which it joined the guard's running handlers (_lazy_arming.ts). */
+  armTick = 0;
   /** Links in the guard's list of running handlers (_linked_list.ts). */
   prevLink: _Admission | undefined = undefined;
   nextLink: _Admission | undefined = undefined;
