@@ -11,20 +11,29 @@ import { runtime } from "../support/runtime.ts";
 const onNode = runtime === "node";
 const skipped = onNode ? "" : ` (skipped on ${runtime}: the head path is the node adapter's)`;
 
+/**
+ * The node adapter serving "ok", with a concurrency limit of 1 that a GET /hold keeps until
+ * `release()`; what it logged and refused is recorded.
+ */
+async function holdServer(shedWaitMs: number) {
+  const { serve } = await import("../../src/adapters/node/mod.ts");
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const s = { started: 0, logged: [] as string[], denied: [] as string[] };
+  const handle = await serve(async (request) => {
+    if (new URL(request.url).pathname === "/hold") {
+      s.started++;
+      await held;
+    }
+    return new Response("ok");
+  }, { port: 0, concurrencyLimit: 1, shedWaitMs, loadMonitor: false, log: (r) => s.logged.push(r.msg), onDeny: (e) => s.denied.push(`${e.layer}/${e.reason}`) });
+  return Object.assign(s, { handle, release });
+}
+
 describe(`node adapter: refusals from the request head (${runtime})`, () => {
   test(`node adapter: a GET refused by a gate is answered before any translation, with the same 503 as a translated refusal; one admitted but untranslatable gives its permit back${skipped}`, { skip: !onNode, timeout: 15_000 }, async () => {
-    const { serve } = await import("../../src/adapters/node/mod.ts");
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    let started = 0;
-    const logged: string[] = [];
-    const handle = await serve(async (request) => {
-      if (new URL(request.url).pathname === "/hold") {
-        started++;
-        await held;
-      }
-      return new Response("ok");
-    }, { port: 0, concurrencyLimit: 1, shedWaitMs: 0, loadMonitor: false, log: (r) => logged.push(r.msg) });
+    const s = await holdServer(0);
+    const { handle, release, logged } = s;
     const port = handle.address.port;
     const ask = async (text: string) => {
       const conn = await rawConnect(port);
@@ -38,7 +47,7 @@ describe(`node adapter: refusals from the request head (${runtime})`, () => {
     const holder = await rawConnect(port);
     try {
       holder.write("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n");
-      while (started < 1) await new Promise((r) => setTimeout(r, 5));
+      while (s.started < 1) await new Promise((r) => setTimeout(r, 5));
       const fromHead = await ask("GET / HTTP/1.0\r\n\r\n");
       assert.equal(fromHead.status, 503, "refused by the concurrency limit, not answered 500 by a failed translation");
       // A request with a body goes through the translation: its refusal must read the same.
@@ -63,25 +72,14 @@ describe(`node adapter: refusals from the request head (${runtime})`, () => {
     }
   });
   test(`node adapter: a GET that waits is not translated while it waits: refused after its wait, it is answered from the head; admitted after it, translated then${skipped}`, { skip: !onNode, timeout: 15_000 }, async () => {
-    const { serve } = await import("../../src/adapters/node/mod.ts");
-    let release!: () => void;
-    let held = new Promise<void>((r) => (release = r));
-    let started = 0;
-    const logged: string[] = [];
-    const denied: string[] = [];
-    const handle = await serve(async (request) => {
-      if (new URL(request.url).pathname === "/hold") {
-        started++;
-        await held;
-      }
-      return new Response("ok");
-    }, { port: 0, concurrencyLimit: 1, shedWaitMs: 300, loadMonitor: false, log: (r) => logged.push(r.msg), onDeny: (e) => denied.push(`${e.layer}/${e.reason}`) });
+    const s = await holdServer(300);
+    const { handle, release, logged, denied } = s;
     const port = handle.address.port;
     const holder = await rawConnect(port);
     const waiter = await rawConnect(port);
     try {
       holder.write("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n");
-      while (started < 1) await new Promise((r) => setTimeout(r, 5));
+      while (s.started < 1) await new Promise((r) => setTimeout(r, 5));
       // Untranslatable (HTTP/1.0 without a Host): had it been translated to wait, the answer would be the translation's 500.
       waiter.write("GET / HTTP/1.0\r\n\r\n");
       const refused = await waiter.response();
@@ -102,7 +100,6 @@ describe(`node adapter: refusals from the request head (${runtime})`, () => {
         next.destroy();
       }
       assert.equal(handle.guard.inFlight, 0);
-      held = new Promise<void>((r) => (release = r));
     } finally {
       release();
       holder.destroy();
