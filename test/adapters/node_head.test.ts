@@ -72,7 +72,8 @@ describe(`node adapter: refusals from the request head (${runtime})`, () => {
     }
   });
   test(`node adapter: a GET that waits is not translated while it waits: refused after its wait, it is answered from the head; admitted after it, translated then${skipped}`, { skip: !onNode, timeout: 15_000 }, async () => {
-    const s = await holdServer(300);
+    // A wait bound long enough that the second waiter below is admitted, not refused, on a slow machine.
+    const s = await holdServer(1000);
     const { handle, release, logged, denied } = s;
     const port = handle.address.port;
     const holder = await rawConnect(port);
