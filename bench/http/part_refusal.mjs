@@ -5,7 +5,8 @@
 // CPU over the measured run ÷ requests answered, the same method as part 1.
 //   (r1) the 15-line in-flight cap (servers/_shared.ts inFlightCap) around the raw server;
 //   (r2) serve-hygiene's serve() with every gate of part 1 on, concurrencyLimit 1 and no queue: each
-//        refusal passes the cheaper gates before the concurrency limit, as a real one does.
+//        refusal passes the cheaper gates before the concurrency limit, as a real one does;
+//   (r4) Node only, (r2) with a 2 ms queue: each request is refused after its wait (no target).
 // The issue's target: (r2) ≤ (r1) on each runtime.
 import { request } from "node:http";
 import { connect } from "node:net";
@@ -14,6 +15,8 @@ import { quietRatio, ratioInRounds, ratioSpread, runRounds } from "./_rounds.mjs
 import { envBlock, fmt, table } from "./_report.mjs";
 
 const CONNECTIONS = 64;
+/** (r4)'s wait: servers/_shared.ts WAITED_REFUSAL_MS. */
+const WAITED_MS = 2;
 const RAW = { node: "node:http", deno: "Deno.serve", bun: "Bun.serve" };
 
 export function refusalCases(runtimes, baseline) {
@@ -26,8 +29,11 @@ export function refusalCases(runtimes, baseline) {
     // translation serve() rests on: the floor of (r2) there.
     const peer = rt === "bun" ? [{ rt, id: "r3", label: `(r3) (r1) reading each request's peer first (requestIP)`, file: rt, variant: "cap-hold-peer", prepare: hold }]
       : rt === "node" ? [{ rt, id: "r3", label: `(r3) the same cap around a fetch handler on @hono/node-server (serve()'s translation)`, file: rt, variant: "cap-hold-fetch", prepare: hold }] : [];
-    if (!baseline) return [cap, ...peer, lib];
-    return [cap, ...peer, { ...lib, label: `${lib.label} — after` }, { ...lib, id: "r2-before", label: `${lib.label} — before`, tree: baseline, before: true }];
+    // Node: a refusal after a short wait in the admission queue (the head path's written from parts).
+    const waited = rt === "node" ? [{ rt, id: "r4", label: `(r4) (r2) with a ${WAITED_MS} ms admission queue: each request refused after its wait (queue-timeout)`, file: rt, variant: "guard-hold-wait", lib: true, prepare: hold }] : [];
+    const twins = (c) => [{ ...c, label: `${c.label} — after` }, { ...c, id: `${c.id}-before`, label: `${c.label} — before`, tree: baseline, before: true }];
+    if (!baseline) return [cap, ...peer, lib, ...waited];
+    return [cap, ...peer, ...twins(lib), ...waited.flatMap(twins)];
   });
 }
 
@@ -43,6 +49,7 @@ export async function refusal({ runs, runtimes, quick, gen, env, baseline, slice
     const r2 = by(rt, "r2"), before = by(rt, "r2-before");
     return `- ${rt}: serve-hygiene ${fmt.us(r2?.cpuUsPerReq)} µs per refusal against the 15-line cap's ${fmt.us(by(rt, "r1")?.cpuUsPerReq)}: ${fmt.share(r2?.cpuXCap)}× (per-run ratios ${ratioSpread(r2, by(rt, "r1"))}; quiet runs ${fmt.share(quietRatio(r2, by(rt, "r1"), cases).ratio)}×, ${quietRatio(r2, by(rt, "r1"), cases).quiet} of ${r2?.runs.length}; target ≤ 1.00)` +
       `${before ? ` (before: ${fmt.us(before.cpuUsPerReq)} µs, ${fmt.share(before.cpuXCap)}×)` : ""} — ${r2?.cpuXCap <= 1 ? "met" : "**missed**"}.` +
+      (by(rt, "r4") ? `\n  - (r4), a refusal after a ${WAITED_MS} ms wait (no target; a storm's usual refusal): ${fmt.us(by(rt, "r4").cpuUsPerReq)} µs, ${fmt.share(by(rt, "r4").cpuXCap)}× (r1)${by(rt, "r4-before") ? ` (before: ${fmt.us(by(rt, "r4-before").cpuUsPerReq)} µs; after ÷ before ${fmt.share(ratioInRounds(by(rt, "r4"), by(rt, "r4-before")))}×)` : ""}.` : "") +
       (by(rt, "r3") ? `\n  - ÷ (r3), ${rt === "node" ? "the cap behind the same translation" : "the cap reading each request's peer as a per-IP gate must"}: ${fmt.share(ratioInRounds(r2, by(rt, "r3")))}× ((r3) itself ${fmt.share(by(rt, "r3").cpuXCap)}× (r1)).` : "");
   });
   const md = [
@@ -55,6 +62,7 @@ export async function refusal({ runs, runtimes, quick, gen, env, baseline, slice
       : `${runs} round(s), sliced as in part 1's \`--slices\` (a cross-check): a round starts every case of a runtime on a fresh server and warms each up, then measures the cases in turn, slice by slice (the order reversed every other slice, each slice after a 1 s re-warm); figures are medians over all slices, and the ratio to (r1) is taken inside each slice, then its median (the middle half of the per-slice ratios after it, and the median over the quiet slices alone). "refused" is the share of non-2xx answers (should be 100%: anything less means the hold was lost).`,
     `(r1) is the 15-line in-flight cap (\`inFlightCap\` in bench/http/servers/_shared.ts) around the raw server, answering a prebuilt 503 with the same headers and body as serve-hygiene's.`,
     `(r2) is serve-hygiene's \`serve()\` with part 1's every-gate-on options, \`concurrencyLimit: 1\` and \`shedWaitMs: 0\` (no admission queue: the request past the limit is refused at once, as the cap's is): the refusal is the concurrency limit's, after the draining, memory, load, framing, rate-limit and per-key gates have each passed the request.`,
+    rts.includes("node") ? `(r4), Node only, is (r2) with a ${WAITED_MS} ms admission queue (\`shedWaitMs: ${WAITED_MS}\`): each request waits for the held permit, then is refused (\`queue-timeout\`) — the refusal a closed-loop storm mostly sends. It has no target; its rate is bound by the wait as much as by the CPU, so compare its CPU µs per refusal, not its refusals a second.` : "",
     baseline ? `"after" is this checkout (${env.current}); "before" is ${baseline.ref} (${baseline.commit.slice(0, 10)}), the library exported from git and served by the same server files, run in the same rounds.` : "",
     "",
     envBlock(env),

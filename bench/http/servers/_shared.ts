@@ -141,6 +141,13 @@ export function refusalGates(): ServeOptions {
 }
 
 /**
+ * Part 6's (r4), Node only: how long a request waits in the admission queue for the held permit
+ * before it is refused (`queue-timeout`) — the refusal a closed-loop storm mostly sends, which
+ * on Node's head path waits untranslated and is written from prebuilt parts.
+ */
+export const WAITED_REFUSAL_MS = 2;
+
+/**
  * Refusals by layer, printed to stderr once a second while there are new ones: "none
  * tripping" is checked, not assumed (the runner reports any non-2xx).
  */

@@ -6,7 +6,7 @@ import { getConnInfo } from "@hono/node-server/conninfo";
 import { createNodeHost, serve } from "../../../src/adapters/node/mod.ts";
 import {
   allGates, announce, args, BODY, burn, counter, helloApp, IO_BURN_MS, IO_WAIT_MS, OVERLOAD_CAP, helloHandler, holdHandler, HOLD_PATH, HOT_CAP, hygieneApp, inFlightCap, noopMiddlewareApp, peerApp, REFUSAL_BODY,
-  REFUSAL_HEADERS, refuseFetch, refusalGates, serveDrain, serveLib, sleep, turn,
+  REFUSAL_HEADERS, refuseFetch, refusalGates, WAITED_REFUSAL_MS, serveDrain, serveLib, sleep, turn,
 } from "./_shared.ts";
 
 const { variant, limit, out } = args(process.argv.slice(2));
@@ -100,6 +100,11 @@ switch (variant) {
     break;
   case "guard-hold": { // part 6: the adapter, every gate on, concurrency limit 1 held by /hold
     const handle = await serve(holdHandler, { ...refusalGates(), port: 0, hostname: HOST });
+    announce(handle.address.port);
+    break;
+  }
+  case "guard-hold-wait": { // part 6, (r4): the same, but each request waits 2 ms for the held permit before its refusal
+    const handle = await serve(holdHandler, { ...refusalGates(), shedWaitMs: WAITED_REFUSAL_MS, port: 0, hostname: HOST });
     announce(handle.address.port);
     break;
   }
