@@ -115,7 +115,9 @@ export function listenNode(options: NodeListenOptions): Listen {
         next = undefined;
       }
     };
-    // A refusal after a wait, written from its parts (the client may have left meanwhile).
+    // A refusal from the head path, written from its parts: at once, or after a wait (the client
+    // may have left meanwhile). With `error`, the path failed outside @hono/node-server's own
+    // catch: logged as its errorHandler would, and answered 500.
     const answerHead: _AnswerHead = (refused, info, error) => {
       const { outgoing } = info as _NodeInfo;
       if (error !== undefined) options.log({ level: "error", msg: "guarded handler failed", error });
@@ -178,15 +180,15 @@ export function listenNode(options: NodeListenOptions): Listen {
         void translate(req, res);
         return;
       }
+      const info = new _NodeInfo(req, res, false);
       let refused: _HeadAnswer | undefined;
       try {
-        refused = head(new _NodeInfo(req, res, false), translateHead, answerHead);
+        refused = head(info, translateHead, answerHead);
       } catch (error) {
-        // Outside @hono/node-server's own catch: answered as its errorHandler would.
-        options.log({ level: "error", msg: "guarded handler failed", error });
-        refused = res.headersSent ? undefined : _refusalHead(500);
+        answerHead(_refusalHead(500), info, error);
+        return;
       }
-      if (refused !== undefined) res.writeHead(refused.status, refused.headers).end(refused.body);
+      if (refused !== undefined) answerHead(refused, info);
     });
     // Gate 0 (the policy is the core's connection gate). Prepended: node:http's own listener
     // starts parsing the socket, and the verdict must be there before any request is.
