@@ -98,13 +98,10 @@ switch (variant) {
   case "cap-hold-fetch": // part 6, (r3): the same cap around a fetch handler on @hono/node-server, the translation serve() uses
     onHonoNodeServer(inFlightCap(1, holdHandler, refuseFetch));
     break;
-  case "guard-hold": { // part 6: the adapter, every gate on, concurrency limit 1 held by /hold
-    const handle = await serve(holdHandler, { ...refusalGates(), port: 0, hostname: HOST });
-    announce(handle.address.port);
-    break;
-  }
+  case "guard-hold": // part 6: the adapter, every gate on, concurrency limit 1 held by /hold
   case "guard-hold-wait": { // part 6, (r4): the same, but each request waits 2 ms for the held permit before its refusal
-    const handle = await serve(holdHandler, { ...refusalGates(), shedWaitMs: WAITED_REFUSAL_MS, port: 0, hostname: HOST });
+    const wait = variant === "guard-hold-wait" ? { shedWaitMs: WAITED_REFUSAL_MS } : {};
+    const handle = await serve(holdHandler, { ...refusalGates(), ...wait, port: 0, hostname: HOST });
     announce(handle.address.port);
     break;
   }
