@@ -23,7 +23,7 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
   shedWaitMs?: number;
   /** Gate 7: the most requests that may wait; past it 503 at once ("queue-full"). @default 1024 */
   maxWaiting?: number;
-  /** Gate 7: a queue that has not drained for this long serves newest first (adaptive LIFO), and so does one that cannot drain within it at the adaptive limit's no-queue latency. @default 100 */
+  /** Gate 7: a queue that has not drained for this long serves newest first (adaptive LIFO), and so does one that cannot drain within it (or within `standingWaitMs`, if shorter) at the adaptive limit's no-queue latency. @default 100 */
   lifoAfterMs?: number;
   /**
    * Gate 7: once the queue stands, a free permit does not go to a waiter that has waited

@@ -77,8 +77,8 @@ export class _WaitQueue {
   }
 
   /**
-   * The owner judged that the waiters cannot drain within `lifoAfterMs` (too many for the
-   * permits at the work's no-queue latency): the queue stands from `now` on, without waiting
+   * The owner judged that the waiters cannot drain in time (too many for the permits at the
+   * work's no-queue latency): the queue stands from `now` on, without waiting
    * `lifoAfterMs` to see it not drain, until it next empties.
    */
   stand(now: number): void {

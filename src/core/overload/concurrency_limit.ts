@@ -42,7 +42,8 @@ export interface ConcurrencyLimitOptions {
    * Waiters are served oldest first while the queue is fresh, newest first once it has not
    * been empty for this long (a standing queue: overload), so what is admitted stays fresh.
    * With an adaptive limit, a queue also stands as soon as its waiters cannot drain within this
-   * even at the limit's no-queue latency (waiters × `baselineMs` ÷ limit).
+   * or `standingWaitMs`, whichever is shorter, even at the limit's no-queue latency
+   * (waiters × `baselineMs` ÷ limit).
    * @default 100
    */
   lifoAfterMs?: number;
@@ -148,6 +149,8 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
   const standingWaitMs = _durationMs(what, "standingWaitMs", _given(o.standingWaitMs, Math.min(DEFAULT_STANDING_WAIT_MS, shedWaitMs)), { zero: true });
   if (standingWaitMs > shedWaitMs) _fail(what, "standingWaitMs", `at most "shedWaitMs" (${shedWaitMs})`, standingWaitMs);
   const flowGapMs = Math.max(standingWaitMs, lifoAfterMs);
+  // With an adaptive limit, a queue too long to drain within this even at the no-queue latency stands at once.
+  const standAfterMs = Math.min(standingWaitMs, lifoAfterMs);
   const retryAfterMs = _durationMs(what, "retryAfterMs", _given(o.retryAfterMs, 1000));
   const clock = o.clock ?? systemClock;
 
@@ -310,11 +313,12 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
         const w = waiter(clock.now(), resolve);
         if (signal !== undefined) listen(w, signal, resolve);
         queue.push(w);
-        // More waiters than the permits can serve within lifoAfterMs, even at the no-queue
-        // latency: the queue stands now. Otherwise a storm's first burst (256 at once at a
-        // limit of 3) is served oldest first for lifoAfterMs, its oldest ~100 ms old.
+        // More waiters than the permits can serve within the standing bound (or lifoAfterMs,
+        // if shorter), even at the no-queue latency: the queue stands now. Otherwise a storm's
+        // first burst (256 at once at a limit of 3) is served oldest first until it stands, and
+        // what it admits meanwhile has waited longer than a standing queue would let it.
         const base = adaptive?.baselineMs;
-        if (base !== undefined && (queue.length * base) / limit > lifoAfterMs) queue.stand(w.at);
+        if (base !== undefined && (queue.length * base) / limit > standAfterMs) queue.stand(w.at);
       });
     },
     idle() {

@@ -293,20 +293,23 @@ describe("concurrency limit", () => {
     assert.ok(!r.ok && r.reason === "queue-full");
   });
 
-  test("concurrency limit: a queue too long to drain within lifoAfterMs at the no-queue latency stands at once (newest first); a shorter one stays fresh", async () => {
-    // Limit 2, baseline 10 ms: 20 waiters drain in 100 ms at best, 21 do not. Out of slow start
-    // (rampedAt -Infinity); the standing bound at the wait bound, so the order alone shows.
-    for (const [n, first] of [[20, 0], [21, 20]] as const) {
+  test("concurrency limit: a queue too long to drain within lifoAfterMs or the standing bound (the shorter) at the no-queue latency stands at once (newest first); a shorter one stays fresh", async () => {
+    // Limit 2, baseline 10 ms: 20 waiters drain in 100 ms at best, 21 do not; 4 drain in 20 ms,
+    // 5 do not. Out of slow start (rampedAt -Infinity). With the standing bound above the wait
+    // bound's reach (1000 ms), lifoAfterMs (100) decides and the order alone shows; at 20 ms
+    // (the default's shape: below lifoAfterMs) the bound decides, and a waiter of the first
+    // tick is within it (the wait counts from when permits started coming back).
+    for (const [n, first, standingWaitMs] of [[20, 0, 1000], [21, 20, 1000], [4, 0, 20], [5, 4, 20]] as const) {
       const clock = createManualClock();
       const adaptive = { limit: 2, baselineMs: 10, rampedAt: -Infinity, minLimit: 1, maxLimit: 10, sample() {}, stalled() {} };
-      const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 1000, lifoAfterMs: 100, standingWaitMs: 1000, clock });
+      const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 1000, lifoAfterMs: 100, standingWaitMs, clock });
       const held = [limit.tryAcquire(clock.now()) as Permit, limit.tryAcquire(clock.now()) as Permit];
       const order: number[] = [];
       const waiters = Array.from({ length: n }, (_, i) => limit.acquire(undefined, clock.now()).then((r) => (order.push(i), r as Permit)));
       clock.advance(1); // long before lifoAfterMs
       held[0]!.release();
       (await Promise.race(waiters)).release();
-      assert.deepEqual(order, [first], n === 20 ? "20 waiters can drain in 100 ms: fresh, oldest first" : "21 cannot: standing now, newest first");
+      assert.deepEqual(order, [first], first === 0 ? `${n} waiters can drain in time: fresh, oldest first` : `${n} cannot: standing now, newest first`);
       held[1]!.release();
       await Promise.all(waiters.map(async (w) => (await w).release()));
       assert.equal(limit.inFlight, 0);
