@@ -9,12 +9,16 @@
 //             standingWaitMs 60 s) and no load monitor: nothing is refused, the waiters wait;
 //   waitonly  as norefuse with the load monitor on (its turn waits take the same 60 s bound):
 //             the synchronous handler's case, where the monitor is the gate;
-//   nolimit   no concurrency limit (Infinity) and no load monitor: everything admitted at once.
+//   nolimit   no concurrency limit (Infinity) and no load monitor: everything admitted at once;
+//   nolm      serve-hygiene's defaults without the load monitor;
+//   fetch     (Node only) the unprotected handler written as a fetch handler on
+//             @hono/node-server: the Request/Response translation every fetch handler on Node
+//             pays, serve-hygiene's adapter included.
 // So default − norefuse is what the refusals cost (with the waiting they come after), norefuse
 // − nolimit what serving at the small limit costs, nolimit − none what the library's per-request
 // path costs under this load. Not part of run.mjs; run it alone:
 //   node bench/http/goodput_parts.mjs [--runs=3] [--runtimes=node,deno,bun] [--paths=/burn-async,/burn]
-//     [--subjects=none,cap,default,norefuse,waitonly,nolimit] [--seconds=6]
+//     [--subjects=none,cap,default,norefuse,waitonly,nolimit] [--seconds=6] (nolm and fetch: only when named)
 // Node servers run from a tsc build of their own (.goodput-parts-build/ in the checkout,
 // removed at the end), never the shared node_modules/.cache build of run.mjs.
 import { rmSync } from "node:fs";
@@ -41,9 +45,12 @@ const allSubjects = [
   ["norefuse", "the same, nothing refused (wait bound 60 s, no load monitor)", ["lib", "-"], NEVER],
   ["waitonly", "the same, nothing refused, the load monitor on (its turn waits bounded by the same 60 s)", ["lib", "-"], { BENCH_SHED_WAIT_MS: "60000", BENCH_STANDING_WAIT_MS: "60000" }],
   ["nolimit", "no concurrency limit, no load monitor", ["lib", "Infinity"], { BENCH_LOAD_MONITOR: "0" }],
+  ["nolm", "serve-hygiene defaults without the load monitor", ["lib", "-"], { BENCH_LOAD_MONITOR: "0" }],
+  ["fetch", "no protection, the handler as a fetch handler on @hono/node-server", ["none-fetch", "-"], {}, ["node"]],
 ];
-const picked = arg("subjects", allSubjects.map(([id]) => id).join(",")).split(",");
+const picked = arg("subjects", "none,cap,default,norefuse,waitonly,nolimit").split(",");
 const subjects = allSubjects.filter(([id]) => picked.includes(id));
+const runsOn = (subject, rt) => subject[4] === undefined || subject[4].includes(rt);
 
 const tree = { ...currentTree, built };
 try {
@@ -53,7 +60,9 @@ try {
   for (let round = 0; round < runs; round++) {
     for (const rt of runtimes) {
       for (const path of paths) {
-        for (const [id, , argv, env] of subjects) {
+        for (const subject of subjects) {
+          if (!runsOn(subject, rt)) continue;
+          const [id, , argv, env] = subject;
           const server = await startServer(rt, rt, argv, { env, tree });
           try {
             // CPU from the end of the hold and the first second on, as "p99 after 1 s" counts.
@@ -79,7 +88,9 @@ try {
     for (const path of paths) {
       console.log(`## ${rt} ${path}\n\n| subject | 2xx/s | goodput share | refusals/s | 2xx p99 after 1 s, ms | server CPU |\n|---|---:|---:|---:|---:|---:|`);
       const base = results[`${rt} ${path} none`];
-      for (const [id, label] of subjects) {
+      for (const subject of subjects) {
+        if (!runsOn(subject, rt)) continue;
+        const [id, label] = subject;
         const rows = results[`${rt} ${path} ${id}`];
         const share = base === undefined ? NaN : median(rows.map((x, i) => x.ok / base[i].ok));
         const m = (f) => median(rows.map(f));

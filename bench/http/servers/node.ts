@@ -6,7 +6,7 @@ import { getConnInfo } from "@hono/node-server/conninfo";
 import { createNodeHost, serve } from "../../../src/adapters/node/mod.ts";
 import {
   allGates, announce, args, BODY, burn, counter, helloApp, IO_BURN_MS, IO_WAIT_MS, OVERLOAD_CAP, helloHandler, holdHandler, HOLD_PATH, HOT_CAP, hygieneApp, inFlightCap, noopMiddlewareApp, peerApp, REFUSAL_BODY,
-  REFUSAL_HEADERS, refuseFetch, refusalGates, WAITED_REFUSAL_MS, serveDrain, serveLib, sleep, turn,
+  REFUSAL_HEADERS, refuseFetch, refusalGates, WAITED_REFUSAL_MS, serveDrain, serveLib, sleep, turn, workHandler,
 } from "./_shared.ts";
 
 const { variant, limit, out } = args(process.argv.slice(2));
@@ -107,6 +107,9 @@ switch (variant) {
   }
   case "none": // the unprotected server of part 2
     rawServer(rawHandler);
+    break;
+  case "none-fetch": // a diagnostic (goodput_parts.mjs `fetch`): part 2's handler as a fetch handler on @hono/node-server, unprotected
+    onHonoNodeServer(workHandler);
     break;
   case "cap-work": // part 2: the 15-line cap at 32 around the unprotected server
     rawServer(inFlightCap(OVERLOAD_CAP, rawHandler, refuse));
