@@ -1,0 +1,91 @@
+// A diagnostic, not a part of run.mjs: part 2's overload (wrk -t1 -c256 closed loop, the 1 s
+// accept hold) against serve-hygiene servers of bench/http/servers, each subject a variant, a
+// limit and environment knobs, optionally the library as it was at a git ref; subjects
+// interleaved round by round, medians over the rounds. For a change to the overload path, set
+// side by side with the library before it:
+//   node bench/http/ab.mjs <node|deno|bun> <path> [--runs=3] [--seconds=6] [--warm] [--baseline=<ref>] <subject> ...
+// A subject is `<limit>[:ENV=value;ENV=value…]`: `-` is the adaptive default, a number a fixed
+// limit; `VARIANT=<variant>` serves another variant of the bench servers (`none`: the
+// unprotected server); `BEFORE=1` runs it from the `--baseline` ref (the servers are this
+// checkout's, see _lib.mjs's baselineTree); any other knob goes to the server's environment
+// (BENCH_LOAD_MONITOR=0, BENCH_ADAPTIVE={…}, BENCH_SHED_WAIT_MS, …; servers/_shared.ts).
+// `--warm`: a 1 s run and a 1 s pause first, as part 2 does. e.g.
+//   node bench/http/ab.mjs deno /burn-async --runs=4 --warm --seconds=4 --baseline=HEAD~1 '-:BEFORE=1' -
+// Prints, per run and as medians: 2xx/s, non-2xx/s, the server's CPU (all threads, from
+// /proc, from 1 s after the hold on) and its CPU per 2xx, and the admitted p99 over the run and
+// over the requests sent 1 s or more into it. Servers are ones this script started, ended by PID.
+import { baselineTree, compileForNode, cpuSeconds, currentTree, detectLoadGenerator, endChildren, heldMs, histPercentile, load, median, runtimes, sleep, startServer, stopServer } from "./_lib.mjs";
+
+const args = process.argv.slice(2);
+const flag = (name, fallback) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const [rt, path, ...subjects] = args.filter((a) => !a.startsWith("--"));
+if (!(rt in runtimes) || path === undefined || subjects.length === 0) {
+  console.error("usage: node bench/http/ab.mjs <node|deno|bun> <path> [--runs=3] [--seconds=6] [--warm] [--baseline=<ref>] <limit>[:ENV=value;…] ...");
+  process.exit(2);
+}
+const runs = Number(flag("runs", "3"));
+const seconds = Number(flag("seconds", "6"));
+const warm = args.includes("--warm");
+const CONNECTIONS = 256;
+const HOLD_MS = 1000;
+
+const parse = (subject) => {
+  const i = subject.indexOf(":");
+  const limit = i < 0 ? subject : subject.slice(0, i);
+  const env = {};
+  for (const e of (i < 0 ? "" : subject.slice(i + 1)).split(";").filter(Boolean)) {
+    const j = e.indexOf("=");
+    if (j <= 0) throw new Error(`not ENV=value in subject ${subject}: ${e}`);
+    env[e.slice(0, j)] = e.slice(j + 1);
+  }
+  const { VARIANT: variant = "lib", BEFORE: before, ...rest } = env;
+  return { limit, variant, before: before === "1", env: rest };
+};
+const parsed = subjects.map(parse);
+const ref = flag("baseline");
+if (parsed.some((s) => s.before) && ref === undefined) throw new Error("a BEFORE=1 subject needs --baseline=<ref>");
+if (rt === "node") compileForNode();
+const baseline = parsed.some((s) => s.before) ? baselineTree(ref) : undefined;
+const cleanUp = () => (endChildren(), baseline?.remove());
+for (const signal of ["SIGINT", "SIGTERM"]) process.once(signal, () => (cleanUp(), process.exit(130)));
+
+const ms = (hist) => (hist?.length ? histPercentile(hist, 99) / 1000 : NaN);
+try {
+  const gen = detectLoadGenerator();
+  const results = subjects.map(() => []);
+  for (let round = 0; round < runs; round++) {
+    for (const [k, s] of parsed.entries()) {
+      const server = await startServer(rt, rt, [s.variant, s.limit], { env: s.env, tree: s.before ? baseline : currentTree });
+      try {
+        const run = (secs) => load(gen, { port: server.port, path, connections: CONNECTIONS, seconds: secs, timeoutS: 30, latency2xx: true, startMs: HOLD_MS });
+        if (warm) {
+          await run(1);
+          await sleep(1000);
+        }
+        let c0 = 0;
+        let t0 = 0;
+        const mark = setTimeout(() => ((c0 = cpuSeconds(server.pid)), (t0 = performance.now())), heldMs(gen, HOLD_MS) + 1000);
+        const r = await run(seconds);
+        const cpu = t0 === 0 ? NaN : (cpuSeconds(server.pid) - c0) / ((performance.now() - t0) / 1000);
+        clearTimeout(mark);
+        const row = { ok: r.ok / r.seconds, non2xx: (r.non2xx ?? 0) / r.seconds, cpu, p99: ms(r.okHistUs), p99After1s: ms(r.okHistSteadyUs) };
+        results[k].push(row);
+        console.log(`round ${round + 1} ${subjects[k]}: ${line(row)}`);
+      } finally {
+        await stopServer(server);
+      }
+      await sleep(300);
+    }
+  }
+  console.log(`\n${rt} ${path}, wrk -t1 -c${CONNECTIONS}, ${seconds} s${warm ? " after a 1 s warm-up" : ""}, medians of ${runs} round(s)${baseline ? `; BEFORE=1: ${ref} (${baseline.commit.slice(0, 10)})` : ""}`);
+  for (const [k, subject] of subjects.entries()) {
+    const m = (f) => median(results[k].map(f));
+    console.log(`${subject}: ${line({ ok: m((x) => x.ok), non2xx: m((x) => x.non2xx), cpu: m((x) => x.cpu), p99: m((x) => x.p99), p99After1s: m((x) => x.p99After1s) })}`);
+  }
+} finally {
+  cleanUp();
+}
+
+function line({ ok, non2xx, cpu, p99, p99After1s }) {
+  return `2xx/s ${ok.toFixed(0)}, non-2xx/s ${non2xx.toFixed(0)}, server CPU ${(cpu * 100).toFixed(0)}% (${((cpu * 1e6) / ok).toFixed(0)} µs per 2xx), admitted p99 ${p99.toFixed(1)} ms (sent after 1 s: ${p99After1s.toFixed(1)} ms)`;
+}
