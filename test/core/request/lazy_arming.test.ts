@@ -82,4 +82,23 @@ describe("lazy deadline arming", () => {
     assert.deepEqual(order, ["first 408", "second 408"]);
     long.guard.dispose();
   });
+
+  test("a handler that armed its own shorter deadline before turning asynchronous is left to the wheel: one 408, one deny event", async () => {
+    const clock = createManualClock();
+    const denied: string[] = [];
+    const guard = createGuard({ clock, requestTimeoutMs: 1000, loadMonitor: false, concurrencyLimit: 64, onDeny: (e) => denied.push(e.layer) });
+    const fetch = guard.wrap((request, info) => {
+      if (request.url.endsWith("/short")) info.context.timeoutMs = 4; // armed in the wheel now, due before the first arming tick
+      return new Promise<Response>(() => {});
+    });
+    void fetch(GET()); // the arming tick runs already (its timer comes before the wheel's)
+    await flushMicrotasks();
+    const answer = fetch(new Request("http://localhost/short"));
+    await flushMicrotasks();
+    clock.advance(4 * ARMING_TICK_MS);
+    await flushMicrotasks();
+    assert.equal((await answer).status, 408);
+    assert.deepEqual(denied, ["timeout"], "answered once, by whichever of the tick and the wheel came first");
+    guard.dispose();
+  });
 });
