@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { _ClientLeft, type AbortSignalLike, type GuardedInfo, type PeerAddress, type RequestContext } from "../core/mod.ts";
+import { _ClientLeft, type _PeerSocket, _socketPeer, type AbortSignalLike, type GuardedInfo, type PeerAddress, type RequestContext } from "../core/mod.ts";
 
 /**
  * Where the app-level middleware keeps the request's context on Hono's Context: a symbol
@@ -39,9 +39,8 @@ export function peerOf(c: Context): PeerAddress | undefined {
   }
   const remote = env.remoteAddr as { hostname?: string; port?: number } | undefined;
   if (typeof remote?.hostname === "string") return { address: remote.hostname, port: remote.port };
-  const socket = (env.incoming as { socket?: { remoteAddress?: string; remotePort?: number } } | undefined)?.socket;
-  if (typeof socket?.remoteAddress === "string") return { address: socket.remoteAddress, port: socket.remotePort };
-  return undefined;
+  const socket = (env.incoming as { socket?: _PeerSocket | null } | undefined)?.socket;
+  return socket === undefined || socket === null ? undefined : _socketPeer(socket);
 }
 
 /**

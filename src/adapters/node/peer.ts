@@ -1,9 +1,7 @@
 import type { IncomingMessage } from "node:http";
-import { peerAddress, type PeerAddress } from "../../core/mod.ts";
+import { _socketPeer, type PeerAddress } from "../../core/mod.ts";
 
-/** The transport peer of a node request. */
+/** The transport peer of a node request (read once per connection). */
 export function peerOf(req: IncomingMessage): PeerAddress | undefined {
-  const s = req.socket;
-  if (s.remoteAddress === undefined) return undefined;
-  return peerAddress(s.remoteAddress, s.remotePort, s.remoteFamily);
+  return _socketPeer(req.socket);
 }

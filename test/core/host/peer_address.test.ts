@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { peerAddress } from "../../../src/core/host/peer_address.ts";
+import { _socketPeer, peerAddress } from "../../../src/core/host/peer_address.ts";
 
 describe("peerAddress", () => {
   test("peerAddress: an IPv4 peer keeps its address and port, family IPv4", () => {
@@ -23,5 +23,31 @@ describe("peerAddress", () => {
     assert.deepEqual(peerAddress("fe80::1%eth0", 1, undefined), { address: "fe80::1%eth0", port: 1, family: "IPv6" });
     assert.deepEqual(peerAddress("192.0.2.1", undefined, "unix"), { address: "192.0.2.1", port: undefined, family: "IPv4" });
     assert.equal(peerAddress("2001:db8::1").family, "IPv6");
+  });
+
+  test("_socketPeer: a socket's peer is read and mapped once, then the same for every request on the connection", () => {
+    let reads = 0;
+    const socket = {
+      get remoteAddress() {
+        reads++;
+        return "::ffff:127.0.0.1";
+      },
+      remotePort: 50123,
+      remoteFamily: "IPv6",
+    };
+    const first = _socketPeer(socket);
+    assert.deepEqual(first, { address: "::ffff:127.0.0.1", port: 50123, family: "IPv6" });
+    assert.equal(_socketPeer(socket), first);
+    assert.equal(reads, 1);
+    // Another connection has its own.
+    assert.deepEqual(_socketPeer({ remoteAddress: "192.0.2.9", remotePort: 9 }), { address: "192.0.2.9", port: 9, family: "IPv4" });
+  });
+
+  test("_socketPeer: a socket that reports no address gives undefined, and that is not kept", () => {
+    const socket: { remoteAddress?: string; remotePort?: number } = {};
+    assert.equal(_socketPeer(socket), undefined);
+    socket.remoteAddress = "10.0.0.2";
+    socket.remotePort = 7;
+    assert.deepEqual(_socketPeer(socket), { address: "10.0.0.2", port: 7, family: "IPv4" });
   });
 });
