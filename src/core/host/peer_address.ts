@@ -45,14 +45,16 @@ const _peers = new WeakMap<object, PeerAddress>();
 /**
  * The transport peer of a Node-shaped socket, mapped by {@linkcode peerAddress} once per
  * socket (a connection's peer does not change). Undefined while the socket reports no address
- * (it closed before it was read); that is not kept. Internal.
+ * (it closed before it was read); that is not kept. The peer is frozen: every request of the
+ * connection gets the same object. Internal.
  */
 export function _socketPeer(socket: _PeerSocket): PeerAddress | undefined {
   let peer = _peers.get(socket);
   if (peer !== undefined) return peer;
   const address = socket.remoteAddress;
   if (address === undefined) return undefined;
-  peer = peerAddress(address, socket.remotePort, socket.remoteFamily);
+  // Frozen: one object serves every request of the connection.
+  peer = Object.freeze(peerAddress(address, socket.remotePort, socket.remoteFamily));
   _peers.set(socket, peer);
   return peer;
 }

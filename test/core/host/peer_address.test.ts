@@ -39,6 +39,7 @@ describe("peerAddress", () => {
     assert.deepEqual(first, { address: "::ffff:127.0.0.1", port: 50123, family: "IPv6" });
     assert.equal(_socketPeer(socket), first);
     assert.equal(reads, 1);
+    assert.ok(Object.isFrozen(first), "shared by the connection's requests: frozen");
     // Another connection has its own.
     assert.deepEqual(_socketPeer({ remoteAddress: "192.0.2.9", remotePort: 9 }), { address: "192.0.2.9", port: 9, family: "IPv4" });
   });
