@@ -3,13 +3,13 @@
 // limit and environment knobs, optionally the library as it was at a git ref; subjects
 // interleaved round by round, medians over the rounds. For a change to the overload path, set
 // side by side with the library before it:
-//   node bench/http/ab.mjs <node|deno|bun> <path> [--runs=3] [--seconds=6] [--warm] [--baseline=<ref>] <subject> ...
+//   node bench/http/ab.mjs <node|deno|bun> <path> [--runs=3] [--seconds=6] [--warm[=N]] [--baseline=<ref>] <subject> ...
 // A subject is `<limit>[:ENV=value;ENV=value…]`: `-` is the adaptive default, a number a fixed
 // limit; `VARIANT=<variant>` serves another variant of the bench servers (`none`: the
-// unprotected server); `BEFORE=1` runs it from the `--baseline` ref (the servers are this
+// unprotected server); `WARM=N` its own warm-up (N s; 0: none); `BEFORE=1` runs it from the `--baseline` ref (the servers are this
 // checkout's, see _lib.mjs's baselineTree); any other knob goes to the server's environment
 // (BENCH_LOAD_MONITOR=0, BENCH_ADAPTIVE={…}, BENCH_SHED_WAIT_MS, …; servers/_shared.ts).
-// `--warm`: a 1 s run and a 1 s pause first, as part 2 does. e.g.
+// `--warm`: a 1 s run and a 1 s pause first, as part 2 does (`--warm=N`: an N s run). e.g.
 //   node bench/http/ab.mjs deno /burn-async --runs=4 --warm --seconds=4 --baseline=HEAD~1 '-:BEFORE=1' -
 // Prints, per run and as medians: 2xx/s, non-2xx/s, the server's CPU (all threads, from
 // /proc, from 1 s after the hold on) and its CPU per 2xx, and the admitted p99 over the run and
@@ -20,12 +20,14 @@ const args = process.argv.slice(2);
 const flag = (name, fallback) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const [rt, path, ...subjects] = args.filter((a) => !a.startsWith("--"));
 if (!(rt in runtimes) || path === undefined || subjects.length === 0) {
-  console.error("usage: node bench/http/ab.mjs <node|deno|bun> <path> [--runs=3] [--seconds=6] [--warm] [--baseline=<ref>] <limit>[:ENV=value;…] ...");
+  console.error("usage: node bench/http/ab.mjs <node|deno|bun> <path> [--runs=3] [--seconds=6] [--warm[=N]] [--baseline=<ref>] <limit>[:ENV=value;…] ...");
   process.exit(2);
 }
 const runs = Number(flag("runs", "3"));
 const seconds = Number(flag("seconds", "6"));
-const warm = args.includes("--warm");
+// `--warm`: 1 s, as part 2 does; `--warm=N`: N s (e.g. to see what the JIT's tier-up costs a fresh server).
+const warmS = args.includes("--warm") ? 1 : Number(flag("warm", "0"));
+const warm = warmS > 0;
 const CONNECTIONS = 256;
 const HOLD_MS = 1000;
 
@@ -38,8 +40,8 @@ const parse = (subject) => {
     if (j <= 0) throw new Error(`not ENV=value in subject ${subject}: ${e}`);
     env[e.slice(0, j)] = e.slice(j + 1);
   }
-  const { VARIANT: variant = "lib", BEFORE: before, ...rest } = env;
-  return { limit, variant, before: before === "1", env: rest };
+  const { VARIANT: variant = "lib", BEFORE: before, WARM: warmOwn, ...rest } = env;
+  return { limit, variant, before: before === "1", warmS: warmOwn === undefined ? warmS : Number(warmOwn), env: rest };
 };
 const parsed = subjects.map(parse);
 const ref = flag("baseline");
@@ -58,8 +60,8 @@ try {
       const server = await startServer(rt, rt, [s.variant, s.limit], { env: s.env, tree: s.before ? baseline : currentTree });
       try {
         const run = (secs) => load(gen, { port: server.port, path, connections: CONNECTIONS, seconds: secs, timeoutS: 30, latency2xx: true, startMs: HOLD_MS });
-        if (warm) {
-          await run(1);
+        if (s.warmS > 0) {
+          await run(s.warmS);
           await sleep(1000);
         }
         let c0 = 0;
@@ -77,7 +79,7 @@ try {
       await sleep(300);
     }
   }
-  console.log(`\n${rt} ${path}, wrk -t1 -c${CONNECTIONS}, ${seconds} s${warm ? " after a 1 s warm-up" : ""}, medians of ${runs} round(s)${baseline ? `; BEFORE=1: ${ref} (${baseline.commit.slice(0, 10)})` : ""}`);
+  console.log(`\n${rt} ${path}, wrk -t1 -c${CONNECTIONS}, ${seconds} s${warm ? ` after a ${warmS} s warm-up` : ""}, medians of ${runs} round(s)${baseline ? `; BEFORE=1: ${ref} (${baseline.commit.slice(0, 10)})` : ""}`);
   for (const [k, subject] of subjects.entries()) {
     const m = (f) => median(results[k].map(f));
     console.log(`${subject}: ${line({ ok: m((x) => x.ok), non2xx: m((x) => x.non2xx), cpu: m((x) => x.cpu), p99: m((x) => x.p99), p99After1s: m((x) => x.p99After1s) })}`);

@@ -246,6 +246,8 @@ export async function serveLib(serve: Serve, limit: number | undefined): Promise
     ...(standingWait === undefined ? {} : { standingWaitMs: Number(standingWait) }),
     // BENCH_LOAD_MONITOR=0: the concurrency gate alone (a diagnostic subject, labelled as such).
     ...(env("BENCH_LOAD_MONITOR") === "0" ? { loadMonitor: false } : {}),
+    // BENCH_TIMEOUT_MS: the request deadline (`Infinity`: none), to see what arming it costs.
+    ...(env("BENCH_TIMEOUT_MS") === undefined ? {} : { requestTimeoutMs: Number(env("BENCH_TIMEOUT_MS")) }),
     onDeny: (e) => void (denied[e.layer] = (denied[e.layer] ?? 0) + 1),
   });
   if (env("BENCH_TRACE") === "1") {
