@@ -5,7 +5,7 @@ import type { Clock } from "./clock.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { Host } from "./host/host.ts";
 import type { GuardOptions } from "./guard_types.ts";
-import { type ConcurrencyLimit, createConcurrencyLimit, DEFAULT_SHED_WAIT_MS } from "./overload/concurrency_limit.ts";
+import { type _ConcurrencyLimit, createConcurrencyLimit, DEFAULT_SHED_WAIT_MS } from "./overload/concurrency_limit.ts";
 import { createAdaptiveLimit } from "./overload/adaptive_limit.ts";
 import { createLoadMonitor, type LoadMonitor } from "./overload/load_monitor.ts";
 import { createMemoryCeiling, type MemoryCeiling } from "./overload/memory_ceiling.ts";
@@ -13,7 +13,7 @@ import { _durationMs, _given, _object } from "./_validate.ts";
 
 /** The guard's process-wide state objects; memory and load are absent when turned off. */
 export interface _ProcessGates {
-  readonly concurrency: ConcurrencyLimit;
+  readonly concurrency: _ConcurrencyLimit;
   readonly memory: MemoryCeiling | undefined;
   readonly load: LoadMonitor | undefined;
 }

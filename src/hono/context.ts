@@ -60,9 +60,9 @@ export function _clientGoneOf(c: Context): boolean | undefined {
  * servers: the request's signal says. Internal.
  */
 export function _clientLeftOf(c: Context): AbortSignalLike | undefined {
-  const env = c.env as { incoming?: { socket?: { destroyed?: unknown } | null }; outgoing?: { once?: unknown; off?: unknown } } | undefined;
+  const env = c.env as { incoming?: { socket?: { destroyed?: unknown } | null }; outgoing?: { on?: unknown; off?: unknown } } | undefined;
   const outgoing = env?.outgoing;
-  if (env?.incoming === undefined || typeof outgoing?.once !== "function" || typeof outgoing.off !== "function") return undefined;
+  if (env?.incoming === undefined || typeof outgoing?.on !== "function" || typeof outgoing.off !== "function") return undefined;
   return new _ClientLeft(env.incoming, outgoing as ConstructorParameters<typeof _ClientLeft>[1]);
 }
 

@@ -2,12 +2,18 @@
 // (not until the response is sent), so in-flight counts are true work. At the limit the
 // request waits in the bounded admission queue (a promise: only then is the gate asynchronous),
 // or is refused at once when there is no queue or it is full; it leaves when its client goes.
-import type { ConcurrencyLimit, Permit, Refusal } from "../overload/concurrency_limit.ts";
+import type { _ConcurrencyLimit, Permit, Refusal } from "../overload/concurrency_limit.ts";
 import type { _Admission } from "../request/admission.ts";
 import { type Gate, type GateVerdict, PASS } from "./gate.ts";
 
+/** A waiting request and its verdict's promise: all its wait keeps, besides the queue's waiter. */
+interface _GateWait {
+  readonly a: _Admission;
+  readonly resolve: (v: GateVerdict) => void;
+}
+
 /** The concurrency gate over a concurrency limit. */
-export function _concurrencyGate(concurrency: ConcurrencyLimit): Gate {
+export function _concurrencyGate(concurrency: _ConcurrencyLimit): Gate {
   const verdict = (a: _Admission, p: Permit | Refusal): GateVerdict => {
     if (p.ok) {
       a.hold(p);
@@ -15,6 +21,8 @@ export function _concurrencyGate(concurrency: ConcurrencyLimit): Gate {
     }
     return { reason: p.reason, status: 503, retryAfterMs: p.retryAfterMs };
   };
+  // The wait's end resolves the verdict itself: no promise chained onto another.
+  const waited = (w: _GateWait, p: Permit | Refusal) => w.resolve(verdict(w.a, p));
   return {
     layer: "concurrency",
     processWide: true,
@@ -22,9 +30,12 @@ export function _concurrencyGate(concurrency: ConcurrencyLimit): Gate {
     admit(a: _Admission) {
       const permit = concurrency.tryAcquire(a.startedAt);
       if (permit.ok || concurrency.shedWaitMs === 0) return verdict(a, permit);
-      // The adapter's own event for the client leaving where it has one: on node the request's
-      // signal would cost every waiting request an AbortController.
-      return concurrency.acquire(a.info?.clientLeft ?? a.request.signal, a.startedAt).then((p) => verdict(a, p));
+      return new Promise<GateVerdict>((resolve) => {
+        // The adapter's own event for the client leaving where it has one: on node the request's
+        // signal would cost every waiting request an AbortController.
+        const now = concurrency._acquireFor({ a, resolve }, waited, a.info?.clientLeft ?? a.request.signal, a.startedAt);
+        if (now !== undefined) resolve(verdict(a, now));
+      });
     },
   };
 }

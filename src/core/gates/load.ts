@@ -168,7 +168,6 @@ function _heldRefusals(clock: Clock, shortMs: number, longMs: number, maxWaiting
         (isLong ? long : short).push({
           at,
           live: true,
-          detach: undefined,
           settle: () => send(refusal),
         });
       });

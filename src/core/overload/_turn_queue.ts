@@ -68,7 +68,6 @@ export class _TurnQueue {
     this.#q.push({
       at: w.at,
       live: true,
-      detach: undefined,
       settle: (outcome) => w.go(typeof outcome === "number"),
     });
     if (!this.#held) this.#timer ??= this.#next();

@@ -28,9 +28,10 @@ export interface _Waiter {
    * Called once: with the time the permit was handed over, or with the reason it was refused.
    * `over`: the permit is handed over past the limit (the owner's call, not the queue's).
    */
-  readonly settle: (outcome: number | "queue-timeout" | "aborted", over?: boolean) => void;
+  settle(outcome: number | "queue-timeout" | "aborted", over?: boolean): void;
   live: boolean;
-  detach: (() => void) | undefined;
+  /** Stops listening for its client leaving, and lets go of what it listened on (a waiter that listens). */
+  detach?(): void;
 }
 
 export class _WaitQueue {
@@ -197,9 +198,8 @@ export class _WaitQueue {
 
   #gone(w: _Waiter, now: number): void {
     w.live = false;
-    w.detach?.();
     // Its abort listener's hold on the request (a tombstone may wait a while to reach an end).
-    w.detach = undefined;
+    w.detach?.();
     this.#count--;
     if (this.#count === 0) {
       this.#emptyAt = now;

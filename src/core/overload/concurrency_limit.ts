@@ -122,6 +122,15 @@ export interface ConcurrencyLimit {
   idle(): Promise<void>;
 }
 
+/** The concurrency limit as the guard's concurrency gate uses it. Internal. */
+export interface _ConcurrencyLimit extends ConcurrencyLimit {
+  /**
+   * {@linkcode ConcurrencyLimit.acquire} without its promise: a permit or a refusal now, or
+   * undefined, and then `done(ctx, …)` once, from the release or the timer that ends the wait.
+   */
+  _acquireFor<C>(ctx: C, done: (ctx: C, p: Permit | Refusal) => void, signal?: AbortSignalLike, arrived?: number): Permit | Refusal | undefined;
+}
+
 /**
  * Creates a concurrency limit: N permits (fixed, or adaptive), and in front of them a queue
  * bounded in length and in delay — oldest first while it is fresh, newest first once it
@@ -138,7 +147,7 @@ export interface ConcurrencyLimit {
  * console.assert(limit.inFlight === 0);
  * ```
  */
-export function createConcurrencyLimit(options: ConcurrencyLimitOptions): ConcurrencyLimit {
+export function createConcurrencyLimit(options: ConcurrencyLimitOptions): _ConcurrencyLimit {
   const what = "create concurrency limit";
   const o = _options(what, options);
   const adaptive = _adaptive(o.limit);
@@ -262,25 +271,6 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
     release(undefined);
   };
 
-  // A waiter and its abort listener are built in scopes of their own: closures made in one
-  // scope share what it captured, so a waiter's `settle` would otherwise keep the signal (and
-  // with it the request) alive after the waiter left, for as long as the queue keeps its slot.
-  const waiter = (at: number, resolve: (p: Permit | Refusal) => void): _Waiter => ({
-    at,
-    live: true,
-    detach: undefined,
-    settle: (outcome, pastLimit) => resolve(typeof outcome === "number" ? new _Permit(pastLimit === true ? releaseOver : release, outcome) : refusals[outcome]),
-  });
-  const listen = (w: _Waiter, signal: AbortSignalLike, resolve: (p: Permit | Refusal) => void) => {
-    const onAbort = () => {
-      if (!w.live) return;
-      queue.remove(w);
-      resolve(refusals.aborted);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-    w.detach = () => signal.removeEventListener("abort", onAbort);
-  };
-
   const tryAcquire = (now?: number): Permit | Refusal => {
     if (inFlight >= limit) {
       pressedAt = now ?? clock.now();
@@ -289,6 +279,26 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
     inFlight++;
     return new _Permit(release, adaptive === undefined ? 0 : now ?? clock.now());
   };
+
+  // A permit or a refusal now, or undefined and `done(ctx, …)` once the wait ends: one waiter
+  // object a wait, no promise or closure of its own (a closed-loop storm keeps ~250 waiting).
+  const acquireFor = <C>(ctx: C, done: (ctx: C, p: Permit | Refusal) => void, signal?: AbortSignalLike, arrived?: number): Permit | Refusal | undefined => {
+    const got = tryAcquire(arrived);
+    if (got.ok || shedWaitMs === 0) return got;
+    if (signal?.aborted) return refusals.aborted;
+    if (queue.length >= maxWaiting) return refusals["queue-full"];
+    const w = new _Waiting(clock.now(), owner, ctx, done as (ctx: unknown, p: Permit | Refusal) => void);
+    if (signal !== undefined) w.listen(signal);
+    queue.push(w);
+    // More waiters than the permits can serve within the standing bound (or lifoAfterMs,
+    // if shorter), even at the no-queue latency: the queue stands now. Otherwise a storm's
+    // first burst (256 at once at a limit of 3) is served oldest first until it stands, and
+    // what it admits meanwhile has waited longer than a standing queue would let it.
+    const base = adaptive?.baselineMs;
+    if (base !== undefined && (queue.length * base) / limit > standAfterMs) queue.stand(w.at);
+    return undefined;
+  };
+  const owner: _Owner = { release, releaseOver, refusals, queue };
 
   return {
     get limit() {
@@ -305,22 +315,12 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
     },
     tryAcquire,
     acquire(signal, arrived) {
-      const got = tryAcquire(arrived);
-      if (got.ok || shedWaitMs === 0) return Promise.resolve(got);
-      if (signal?.aborted) return Promise.resolve(refusals.aborted);
-      if (queue.length >= maxWaiting) return Promise.resolve(refusals["queue-full"]);
       return new Promise((resolve) => {
-        const w = waiter(clock.now(), resolve);
-        if (signal !== undefined) listen(w, signal, resolve);
-        queue.push(w);
-        // More waiters than the permits can serve within the standing bound (or lifoAfterMs,
-        // if shorter), even at the no-queue latency: the queue stands now. Otherwise a storm's
-        // first burst (256 at once at a limit of 3) is served oldest first until it stands, and
-        // what it admits meanwhile has waited longer than a standing queue would let it.
-        const base = adaptive?.baselineMs;
-        if (base !== undefined && (queue.length * base) / limit > standAfterMs) queue.stand(w.at);
+        const now = acquireFor(resolve, _call, signal, arrived);
+        if (now !== undefined) resolve(now);
       });
     },
+    _acquireFor: acquireFor,
     idle() {
       return inFlight === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve));
     },
@@ -352,6 +352,65 @@ class _Permit implements Permit {
 
   [Symbol.dispose](): void {
     this.release();
+  }
+}
+
+/** What a waiter needs of its concurrency limit. */
+interface _Owner {
+  readonly release: (sampled: _Permit | undefined) => void;
+  readonly releaseOver: () => void;
+  readonly refusals: Readonly<Record<"queue-timeout" | "aborted", Refusal>>;
+  readonly queue: _WaitQueue;
+}
+
+const _call = (resolve: (p: Permit | Refusal) => void, p: Permit | Refusal) => resolve(p);
+
+/**
+ * One waiting request: its outcome goes to `done`, once. Once it has left the queue it holds
+ * neither its signal nor its caller's context (a tombstone may wait a while in the queue's
+ * array before it reaches an end).
+ */
+class _Waiting implements _Waiter {
+  readonly at: number;
+  live = true;
+  readonly #owner: _Owner;
+  #ctx: unknown;
+  #done: ((ctx: unknown, p: Permit | Refusal) => void) | undefined;
+  #signal: AbortSignalLike | undefined = undefined;
+  #onAbort: (() => void) | undefined = undefined;
+
+  constructor(at: number, owner: _Owner, ctx: unknown, done: (ctx: unknown, p: Permit | Refusal) => void) {
+    this.at = at;
+    this.#owner = owner;
+    this.#ctx = ctx;
+    this.#done = done;
+  }
+
+  settle(outcome: number | "queue-timeout" | "aborted", pastLimit?: boolean): void {
+    const done = this.#done;
+    const ctx = this.#ctx;
+    this.#done = undefined;
+    this.#ctx = undefined;
+    const owner = this.#owner;
+    done?.(ctx, typeof outcome === "number" ? new _Permit(pastLimit === true ? owner.releaseOver : owner.release, outcome) : owner.refusals[outcome]);
+  }
+
+  /** Leaves the queue, refused, when `signal` fires first. */
+  listen(signal: AbortSignalLike): void {
+    const onAbort = () => {
+      if (!this.live) return;
+      this.#owner.queue.remove(this);
+      this.settle("aborted");
+    };
+    this.#signal = signal;
+    this.#onAbort = onAbort;
+    signal.addEventListener("abort", onAbort, { once: true });
+  }
+
+  detach(): void {
+    if (this.#onAbort !== undefined) this.#signal!.removeEventListener("abort", this.#onAbort);
+    this.#signal = undefined;
+    this.#onAbort = undefined;
   }
 }
 

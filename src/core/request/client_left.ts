@@ -5,7 +5,7 @@ import type { AbortSignalLike } from "../overload/concurrency_limit.ts";
 
 /** What it listens on: the response, whose close event fires when its connection closes. */
 interface _Closing {
-  once(event: "close", listener: () => void): unknown;
+  on(event: "close", listener: () => void): unknown;
   off(event: "close", listener: () => void): unknown;
 }
 
@@ -33,7 +33,9 @@ export class _ClientLeft implements AbortSignalLike {
   }
 
   addEventListener(_type: "abort", listener: () => void): void {
-    this.#response.once("close", listener);
+    // `on`, not `once`: node's once wraps each listener (a bound function and its state), and
+    // the waiter removes its listener itself when it leaves the queue, whichever way.
+    this.#response.on("close", listener);
   }
 
   removeEventListener(_type: "abort", listener: () => void): void {

@@ -55,6 +55,42 @@ describe("concurrency limit", () => {
     assert.equal(limit.inFlight, 0);
   });
 
+  test("concurrency limit: a wait without a promise calls back once with its context: the permit, the timeout or the abort", () => {
+    const clock = createManualClock();
+    const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 100, clock });
+    const held = limit.tryAcquire() as Permit;
+    const got: [string, Permit | Refusal][] = [];
+    const done = (ctx: string, p: Permit | Refusal) => void got.push([ctx, p]);
+    assert.equal(limit._acquireFor("first", done), undefined, "waiting: nothing now");
+    assert.equal(got.length, 0);
+    held.release();
+    // Called back from the release itself (the gate resolves its one promise there).
+    assert.equal(got.length, 1);
+    assert.equal(got[0]![0], "first");
+    assert.ok(got[0]![1].ok);
+    const second = limit._acquireFor("second", done);
+    assert.equal(second, undefined);
+    clock.advance(100);
+    assert.equal(got.length, 2);
+    assert.ok(got[1]![0] === "second" && !got[1]![1].ok && got[1]![1].reason === "queue-timeout");
+    const signal = heldSignal();
+    let removed = 0;
+    const counted: AbortSignalLike = { ...signal, removeEventListener: () => void removed++ };
+    assert.equal(limit._acquireFor("third", done, counted), undefined);
+    signal.leave();
+    assert.equal(got.length, 3);
+    assert.ok(got[2]![0] === "third" && !got[2]![1].ok && got[2]![1].reason === "aborted");
+    assert.equal(removed, 1, "its listener came off as it left");
+    assert.equal(limit.waiting, 0);
+    clock.advance(1000);
+    assert.equal(got.length, 3, "each wait called back once");
+    (got[0]![1] as Permit).release();
+    const now = limit._acquireFor("free", done);
+    assert.ok(now !== undefined && now.ok, "a free permit comes back at once, with no callback");
+    assert.equal(got.length, 3);
+    now.release();
+  });
+
   test("concurrency limit: with shed wait 0, acquire refuses at once", async () => {
     const limit = createConcurrencyLimit({ limit: 1 });
     limit.tryAcquire();
