@@ -2,8 +2,7 @@ import type { Clock, TimerHandle } from "../clock.ts";
 import { systemClock } from "../clock.ts";
 import { _durationMs, _fail, _options, _nonNegativeInt, _positiveIntOrInfinity, _given } from "../_validate.ts";
 import type { AdaptiveLimit } from "./adaptive_limit.ts";
-import { _WaitQueue } from "./_wait_queue.ts";
-import { _call, type _Owner, _Permit, _Waiting } from "./_waiting.ts";
+import { _WaitQueue, type _Waiter } from "./_wait_queue.ts";
 
 /**
  * The guard's default bound on a request's wait for a permit, in milliseconds: long enough
@@ -326,6 +325,93 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): _Concu
       return inFlight === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve));
     },
   };
+}
+
+/** A permit: released once, by `release` (no sample), `complete` (a sample) or dispose. */
+class _Permit implements Permit {
+  readonly ok = true as const;
+  readonly at: number;
+  #release: ((sampled: _Permit | undefined) => void) | undefined;
+
+  constructor(release: (sampled: _Permit | undefined) => void, at: number) {
+    this.#release = release;
+    this.at = at;
+  }
+
+  release(): void {
+    const release = this.#release;
+    this.#release = undefined;
+    release?.(undefined);
+  }
+
+  complete(): void {
+    const release = this.#release;
+    this.#release = undefined;
+    release?.(this);
+  }
+
+  [Symbol.dispose](): void {
+    this.release();
+  }
+}
+
+/** What a waiter needs of its concurrency limit. */
+interface _Owner {
+  readonly release: (sampled: _Permit | undefined) => void;
+  readonly releaseOver: () => void;
+  readonly refusals: Readonly<Record<"queue-timeout" | "aborted", Refusal>>;
+  readonly queue: _WaitQueue;
+}
+
+const _call = (resolve: (p: Permit | Refusal) => void, p: Permit | Refusal) => resolve(p);
+
+/**
+ * One waiting request: its outcome goes to `done`, once. Once it has left the queue it holds
+ * neither its signal nor its caller's context (a tombstone may wait a while in the queue's
+ * array before it reaches an end).
+ */
+class _Waiting implements _Waiter {
+  readonly at: number;
+  live = true;
+  readonly #owner: _Owner;
+  #ctx: unknown;
+  #done: ((ctx: unknown, p: Permit | Refusal) => void) | undefined;
+  #signal: AbortSignalLike | undefined = undefined;
+  #onAbort: (() => void) | undefined = undefined;
+
+  constructor(at: number, owner: _Owner, ctx: unknown, done: (ctx: unknown, p: Permit | Refusal) => void) {
+    this.at = at;
+    this.#owner = owner;
+    this.#ctx = ctx;
+    this.#done = done;
+  }
+
+  settle(outcome: number | "queue-timeout" | "aborted", pastLimit?: boolean): void {
+    const done = this.#done;
+    const ctx = this.#ctx;
+    this.#done = undefined;
+    this.#ctx = undefined;
+    const owner = this.#owner;
+    done?.(ctx, typeof outcome === "number" ? new _Permit(pastLimit === true ? owner.releaseOver : owner.release, outcome) : owner.refusals[outcome]);
+  }
+
+  /** Leaves the queue, refused, when `signal` fires first. */
+  listen(signal: AbortSignalLike): void {
+    const onAbort = () => {
+      if (!this.live) return;
+      this.#owner.queue.remove(this);
+      this.settle("aborted");
+    };
+    this.#signal = signal;
+    this.#onAbort = onAbort;
+    signal.addEventListener("abort", onAbort, { once: true });
+  }
+
+  detach(): void {
+    if (this.#onAbort !== undefined) this.#signal!.removeEventListener("abort", this.#onAbort);
+    this.#signal = undefined;
+    this.#onAbort = undefined;
+  }
 }
 
 const _adaptive = (limit: unknown): AdaptiveLimit | undefined =>
