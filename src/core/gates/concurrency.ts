@@ -2,7 +2,8 @@
 // (not until the response is sent), so in-flight counts are true work. At the limit the
 // request waits in the bounded admission queue (a promise: only then is the gate asynchronous),
 // or is refused at once when there is no queue or it is full; it leaves when its client goes.
-import type { _ConcurrencyLimit, Permit, Refusal } from "../overload/concurrency_limit.ts";
+import type { _ConcurrencyLimit } from "../overload/concurrency_limit.ts";
+import type { Permit, Refusal } from "../overload/permit.ts";
 import type { _Admission } from "../request/admission.ts";
 import { type Gate, type GateVerdict, PASS } from "./gate.ts";
 

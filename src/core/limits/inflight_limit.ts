@@ -1,6 +1,7 @@
 import type { Clock } from "../clock.ts";
 import { systemClock } from "../clock.ts";
-import { createConcurrencyLimit, type Permit, type Refusal } from "../overload/concurrency_limit.ts";
+import { createConcurrencyLimit } from "../overload/concurrency_limit.ts";
+import type { Permit, Refusal } from "../overload/permit.ts";
 import { _hasCode, HygieneError } from "../errors.ts";
 import type { EventSink } from "../events.ts";
 import type { SizeGauge } from "../size_gauge.ts";

@@ -2,7 +2,10 @@ import type { Clock, TimerHandle } from "../clock.ts";
 import { systemClock } from "../clock.ts";
 import { _durationMs, _fail, _options, _nonNegativeInt, _positiveIntOrInfinity, _given } from "../_validate.ts";
 import type { AdaptiveLimit } from "./adaptive_limit.ts";
-import { _WaitQueue, type _Waiter } from "./_wait_queue.ts";
+import { _WaitQueue } from "./_wait_queue.ts";
+import { type _Owner, _Permit, _Waiting, type AbortSignalLike, type Permit, type Refusal } from "./permit.ts";
+
+export type { AbortSignalLike, Permit, Refusal } from "./permit.ts";
 
 /**
  * The guard's default bound on a request's wait for a permit, in milliseconds: long enough
@@ -65,37 +68,6 @@ export interface ConcurrencyLimitOptions {
   retryAfterMs?: number;
   /** @default systemClock */
   clock?: Clock;
-}
-
-/**
- * What a wait needs of an abort signal: whether it fired, and its "abort" event. An
- * `AbortSignal` is one; an adapter may give a cheaper one (node: the response's close event,
- * where reading the request's `signal` makes @hono/node-server build an AbortController).
- */
-export interface AbortSignalLike {
-  readonly aborted: boolean;
-  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
-  removeEventListener(type: "abort", listener: () => void): void;
-}
-
-/** A held permit. Release it (or dispose it) exactly when the work ends; releasing twice is a no-op. */
-export interface Permit extends Disposable {
-  readonly ok: true;
-  /** Gives the permit back; the work's latency is not a sample (it was refused, aborted, timed out). */
-  release(): void;
-  /** Gives the permit back after the work completed normally: its latency feeds an adaptive limit. */
-  complete(): void;
-}
-
-/** Why no permit was handed out. */
-export interface Refusal {
-  readonly ok: false;
-  /**
-   * "shed": none free and no queue; "queue-full": the queue was at `maxWaiting`;
-   * "queue-timeout": the wait passed `shedWaitMs`; "aborted": the waiter's signal fired first.
-   */
-  readonly reason: "shed" | "queue-full" | "queue-timeout" | "aborted";
-  readonly retryAfterMs: number;
 }
 
 /** Global in-flight permits with a bounded admission queue (gate 7 of DESIGN.md). */
@@ -327,92 +299,7 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): _Concu
   };
 }
 
-/** A permit: released once, by `release` (no sample), `complete` (a sample) or dispose. */
-class _Permit implements Permit {
-  readonly ok = true as const;
-  readonly at: number;
-  #release: ((sampled: _Permit | undefined) => void) | undefined;
-
-  constructor(release: (sampled: _Permit | undefined) => void, at: number) {
-    this.#release = release;
-    this.at = at;
-  }
-
-  release(): void {
-    const release = this.#release;
-    this.#release = undefined;
-    release?.(undefined);
-  }
-
-  complete(): void {
-    const release = this.#release;
-    this.#release = undefined;
-    release?.(this);
-  }
-
-  [Symbol.dispose](): void {
-    this.release();
-  }
-}
-
-/** What a waiter needs of its concurrency limit. */
-interface _Owner {
-  readonly release: (sampled: _Permit | undefined) => void;
-  readonly releaseOver: () => void;
-  readonly refusals: Readonly<Record<"queue-timeout" | "aborted", Refusal>>;
-  readonly queue: _WaitQueue;
-}
-
 const _call = (resolve: (p: Permit | Refusal) => void, p: Permit | Refusal) => resolve(p);
-
-/**
- * One waiting request: its outcome goes to `done`, once. Once it has left the queue it holds
- * neither its signal nor its caller's context (a tombstone may wait a while in the queue's
- * array before it reaches an end).
- */
-class _Waiting implements _Waiter {
-  readonly at: number;
-  live = true;
-  readonly #owner: _Owner;
-  #ctx: unknown;
-  #done: ((ctx: unknown, p: Permit | Refusal) => void) | undefined;
-  #signal: AbortSignalLike | undefined = undefined;
-  #onAbort: (() => void) | undefined = undefined;
-
-  constructor(at: number, owner: _Owner, ctx: unknown, done: (ctx: unknown, p: Permit | Refusal) => void) {
-    this.at = at;
-    this.#owner = owner;
-    this.#ctx = ctx;
-    this.#done = done;
-  }
-
-  settle(outcome: number | "queue-timeout" | "aborted", pastLimit?: boolean): void {
-    const done = this.#done;
-    const ctx = this.#ctx;
-    this.#done = undefined;
-    this.#ctx = undefined;
-    const owner = this.#owner;
-    done?.(ctx, typeof outcome === "number" ? new _Permit(pastLimit === true ? owner.releaseOver : owner.release, outcome) : owner.refusals[outcome]);
-  }
-
-  /** Leaves the queue, refused, when `signal` fires first. */
-  listen(signal: AbortSignalLike): void {
-    const onAbort = () => {
-      if (!this.live) return;
-      this.#owner.queue.remove(this);
-      this.settle("aborted");
-    };
-    this.#signal = signal;
-    this.#onAbort = onAbort;
-    signal.addEventListener("abort", onAbort, { once: true });
-  }
-
-  detach(): void {
-    if (this.#onAbort !== undefined) this.#signal!.removeEventListener("abort", this.#onAbort);
-    this.#signal = undefined;
-    this.#onAbort = undefined;
-  }
-}
 
 const _adaptive = (limit: unknown): AdaptiveLimit | undefined =>
   typeof limit === "object" && limit !== null && typeof (limit as AdaptiveLimit).sample === "function" ? (limit as AdaptiveLimit) : undefined;

@@ -1,7 +1,7 @@
 // The client leaving, as a node-style response's close event, for the adapters whose
 // request `signal` is costly to read (@hono/node-server builds an AbortController for it).
 // Structural: no runtime import, so the node adapter and hygiene() on @hono/node-server share it.
-import type { AbortSignalLike } from "../overload/concurrency_limit.ts";
+import type { AbortSignalLike } from "../overload/permit.ts";
 
 /** What it listens on: the response, whose close event fires when its connection closes. */
 interface _Closing {

@@ -1,5 +1,5 @@
 import type { PeerAddress } from "../host/server.ts";
-import type { AbortSignalLike } from "../overload/concurrency_limit.ts";
+import type { AbortSignalLike } from "../overload/permit.ts";
 import type { DeclaredLength } from "./body_limit.ts";
 import type { HygieneEvent } from "../events.ts";
 import { _REPORT, type _Reporting } from "./route_report.ts";
