@@ -1,7 +1,4 @@
-import { isBodyTooLargeError } from "./request/body_limit.ts";
-import { _unreadCloses, _withClose, closesOnUnreadBody } from "./request/body_caps.ts";
 import { createCleanupRegistry } from "./request/cleanup_registry.ts";
-import { dropConnectionAfter } from "./request/connection_drop.ts";
 import { systemClock } from "./clock.ts";
 import { _processGates } from "./_guard_state.ts";
 import { resolveConfig } from "./config.ts";
@@ -13,8 +10,7 @@ import { _keyedParts } from "./limits/keyed_gates.ts";
 import { _exemptMatcher } from "./request/exempt.ts";
 import { _Admission, type _AdmissionHost } from "./request/admission.ts";
 import { _createLongLived } from "./request/_long_lived.ts";
-import { _lazyArming } from "./request/_lazy_arming.ts";
-import { _LinkedList } from "./_linked_list.ts";
+import { _handlerRun } from "./request/handler_run.ts";
 import { _durationMs, _options } from "./_validate.ts";
 import {
   _GATES,
@@ -53,11 +49,7 @@ export {
 } from "./guarded_fetch.ts";
 export { type _HeadAnswer, _refusalHead } from "./gates/refuse.ts";
 
-const TIMEOUT = () => new DOMException("The request deadline passed", "TimeoutError");
-const DEADLINE: GateRefusal = Object.freeze({ reason: "deadline", status: 408, close: true });
 const FORCED: GateRefusal = Object.freeze({ reason: "forced", status: 503, close: true });
-const OVER_CAP: GateRefusal = Object.freeze({ reason: "over-cap", status: 413 });
-const OVER_CAP_CLOSE: GateRefusal = Object.freeze({ reason: "over-cap", status: 413, close: true });
 
 /**
  * Composes the request path of DESIGN.md as one list of gates, cheapest refusal first:
@@ -90,12 +82,8 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const deadlines = createDeadlineWheel({ clock });
   const shutdown = o.shutdown?.signal;
   const keyed = _keyedParts(o, sink);
-  const live = new _LinkedList<_Admission>();
-  // Deadlines are armed at the first tick that finds the handler still running (_lazy_arming.ts).
-  const arming = _lazyArming(live, clock, (a) => onDeadline(a));
   const longLived = _createLongLived(o.stopping?.signal ?? shutdown, clock);
   const timed = config.requestTimeoutMs !== Infinity;
-  let stragglers = 0;
 
   const refusal = host?.cloneResponses === true ? _clonedRefusal : _refusalResponse;
   // The one place a refusal is reported (a gate's limiter may have reported it already).
@@ -126,18 +114,9 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   // Exempt requests (probes, metrics) skip the process-wide gates, never the per-client ones.
   const exemptGates = gates.filter((g) => !g.processWide);
 
-  // A request's deadline passed: 408, unless its handler settled first.
-  const onDeadline = (a: _Admission) => {
-    if (a.settled) return;
-    a.abandon(TIMEOUT());
-    // A 408 ends its connection (RFC 9110 §15.5.9); with a body that may still be arriving,
-    // even where the runtime would read it to its end (Deno).
-    const res = refuse("timeout", DEADLINE);
-    if (a.answer(a.failBody === undefined ? res : dropConnectionAfter(res))) {
-      a.straggling = true;
-      stragglers++;
-    }
-  };
+  // Gate 10, the handler: its run, its one answer, and its deadline's 408 (handler_run.ts).
+  const handlerRun = _handlerRun({ clock, requestTimeoutMs: config.requestTimeoutMs, longLived, refuse, onError, onEvent: o.onEvent });
+  const { run, onDeadline } = handlerRun;
   const admissionHost: _AdmissionHost = {
     // The admission itself is the wheel's argument: no closure a deadline.
     scheduleDeadline: (ms, now, a) => deadlines.schedule(ms, onDeadline, now, a),
@@ -149,91 +128,6 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     report(event) {
       if (reporting) _emit(sinks, event);
     },
-  };
-
-  const report = (a: _Admission, status: number, outcome: "ok" | "error") => {
-    if (o.onEvent === undefined) return;
-    const timedOut = a.straggling;
-    _emit([o.onEvent], {
-      type: "request",
-      status: timedOut ? 408 : status,
-      durationMs: clock.now() - a.startedAt,
-      outcome: timedOut ? "timeout" : outcome,
-    });
-  };
-
-  const overCap = (a: _Admission) => refuse("body", closesOnUnreadBody(a.declared) ? OVER_CAP_CLOSE : OVER_CAP);
-
-  // What the request holds is released when the handler settles — not when a 408 went out.
-  const settle = (a: _Admission, completed = false) => {
-    if (a.straggling) stragglers--;
-    a.finish(completed);
-    live.delete(a);
-    longLived.settled(a);
-  };
-
-  // What the handler's settled value becomes (the handler's answer, a 413, or a 500).
-  const outcome = (a: _Admission, res: unknown): Response => {
-    // Only a normal answer is a latency sample for the adaptive limit (not a 5xx, a 408, an abort).
-    settle(a, res instanceof Response && res.status < 500);
-    let out: Response;
-    if (a.overflowed) {
-      if (res instanceof Response) res.body?.cancel().catch(() => {});
-      out = overCap(a);
-    } else if (res instanceof Response) {
-      // A body the handler left unread, over 64 KiB or of unknown length: the connection
-      // closes rather than make the runtime read the rest (Bun and Deno would, unbounded).
-      out = longLived.response(a, !a.bodyEnded && a.body !== null && _unreadCloses(a.request, a.declared, true) ? _withClose(res) : res, config.requestTimeoutMs);
-    } else {
-      onError(new TypeError("The handler did not return a Response"), a.request);
-      out = _refusalResponse(500);
-    }
-    report(a, res instanceof Response ? res.status : 500, "ok");
-    return out;
-  };
-  const failure = (a: _Admission, error: unknown): Response => {
-    settle(a);
-    let out: Response;
-    if (a.overflowed || isBodyTooLargeError(error)) out = overCap(a);
-    else {
-      // After a 408 the failure is the expected reaction to the aborted signal.
-      if (a.abandonedBy === undefined) onError(error, a.request);
-      out = _refusalResponse(500);
-    }
-    report(a, 500, "error");
-    return out;
-  };
-
-  // Gate 10, the handler: runs with the admission's view; the answer comes once. A Response
-  // returned synchronously is answered synchronously (nothing else can have answered yet: a
-  // deadline or a forced drain needs a turn of the event loop); a promise is answered when it
-  // settles, unless a 408 or a forced drain answered first.
-  // Only a handler that turned asynchronous is tracked for a forced drain and gets its
-  // deadline armed (from its arrival, as gate 9 asked): nothing can interrupt synchronous code.
-  // With a delivery, the handler's fulfilled value is not its answer: `read` gives that, and
-  // the answer goes to `deliver` (the promise returned then resolves to nothing).
-  const run = (handler: _InfoHandler, a: _Admission, withInfo: boolean): Response | Promise<Response> => {
-    let result: Response | Promise<Response>;
-    try {
-      result = withInfo ? handler(a.forward, a.view, a.info) : (handler as GuardedHandler)(a.forward, a.view);
-    } catch (error) {
-      return failure(a, error);
-    }
-    if (result instanceof Response) return outcome(a, result);
-    live.push(a);
-    arming.track(a);
-    const delivery = a.delivery;
-    return new Promise<Response>((resolve) => {
-      a.resolve = resolve as (res: Response | undefined) => void;
-      Promise.resolve(result).then(
-        (res) => {
-          const out = outcome(a, delivery === undefined ? res : delivery.read(a.info));
-          // Already answered (408, or a forced drain's 503): nobody will read this body.
-          if (!a.answer(out)) out.body?.cancel().catch(() => {});
-        },
-        (error: unknown) => void a.answer(failure(a, error)),
-      );
-    });
   };
 
   // Runs the gates from `i` on: synchronously until one answers with a promise (a shed wait),
@@ -297,7 +191,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       return concurrency.inFlight;
     },
     get stragglers() {
-      return stragglers;
+      return handlerRun.stragglers;
     },
     get waitingForTurn() {
       return loadGate === undefined ? 0 : loadGate.waiting;
@@ -320,7 +214,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       },
       abortAll(reason) {
         loadGate?.refuseWaiting();
-        for (const a of live.snapshot()) {
+        for (const a of handlerRun.running()) {
           a.abandon(reason);
           // Where the runtime still waits for this request's answer, it gets one and the
           // connection closes, instead of hanging until the process ends.
@@ -330,7 +224,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       },
     },
     dispose() {
-      arming.dispose();
+      handlerRun.dispose();
       longLived.dispose();
       loadGate?.dispose();
       memory?.dispose();

@@ -1,0 +1,168 @@
+// Gate 10 of DESIGN.md's request path, the handler: it runs with the admission's view and its
+// request gets one answer — the handler's own, a 413 when its body passed the cap, a 500 when
+// it failed, or the 408 its deadline sends while it still runs. What the request holds is
+// released when the handler settles, not when a 408 went out, so the in-flight count is true
+// work. Internal: the guard (guard.ts) runs the gates and hands the admitted request here.
+import type { Clock } from "../clock.ts";
+import type { DenyLayer, EventSink } from "../events.ts";
+import { _emit } from "../_emit.ts";
+import type { GateRefusal } from "../gates/gate.ts";
+import type { GuardedHandler } from "../guard_types.ts";
+import type { _InfoHandler } from "../guarded_fetch.ts";
+import { _LinkedList } from "../_linked_list.ts";
+import type { _Admission } from "./admission.ts";
+import { isBodyTooLargeError } from "./body_limit.ts";
+import { _unreadCloses, _withClose, closesOnUnreadBody } from "./body_caps.ts";
+import { dropConnectionAfter } from "./connection_drop.ts";
+import { _lazyArming } from "./_lazy_arming.ts";
+import type { _LongLived } from "./_long_lived.ts";
+import { _refusalResponse } from "../gates/refuse.ts";
+
+const TIMEOUT = () => new DOMException("The request deadline passed", "TimeoutError");
+const DEADLINE: GateRefusal = Object.freeze({ reason: "deadline", status: 408, close: true });
+const OVER_CAP: GateRefusal = Object.freeze({ reason: "over-cap", status: 413 });
+const OVER_CAP_CLOSE: GateRefusal = Object.freeze({ reason: "over-cap", status: 413, close: true });
+
+/** What the handler's run takes from its guard. */
+export interface _HandlerRunParts {
+  clock: Clock;
+  /** The service's request deadline (a response that may outlive its handler is tracked against it). */
+  requestTimeoutMs: number;
+  longLived: _LongLived;
+  /** The guard's one place a refusal is reported and answered. */
+  refuse(layer: DenyLayer, r: GateRefusal): Response;
+  /** A handler that failed (not after a 408: that failure is the expected reaction to its signal). */
+  onError(error: unknown, request: Request): void;
+  /** Where each answered request is reported (`request` events), if anywhere. */
+  onEvent: EventSink | undefined;
+}
+
+/** The handler's run, for one guard. */
+export interface _HandlerRun {
+  /**
+   * Runs `handler` for the admitted `a`. A Response returned synchronously is answered
+   * synchronously (nothing else can have answered yet: a deadline or a forced drain needs a
+   * turn of the event loop); a promise is answered when it settles, unless a 408 or a forced
+   * drain answered first. Only a handler that turned asynchronous is tracked for a forced drain
+   * and gets its deadline armed (from its arrival): nothing can interrupt synchronous code.
+   * With a delivery, the handler's fulfilled value is not its answer: `read` gives that, and
+   * the answer goes to `deliver` (the promise returned then resolves to nothing).
+   */
+  run(handler: _InfoHandler, a: _Admission, withInfo: boolean): Response | Promise<Response>;
+  /** `a`'s deadline passed: 408, unless its handler settled first (the deadline wheel's callback). */
+  onDeadline(a: _Admission): void;
+  /** Requests answered 408 whose handlers still run. */
+  readonly stragglers: number;
+  /** The handlers running now (asynchronous ones), oldest first. */
+  running(): _Admission[];
+  dispose(): void;
+}
+
+/** Builds the handler's run of one guard. */
+export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
+  const { clock, requestTimeoutMs, longLived, refuse, onError, onEvent } = parts;
+  const eventSinks = [onEvent];
+  const live = new _LinkedList<_Admission>();
+  let stragglers = 0;
+
+  const onDeadline = (a: _Admission) => {
+    if (a.settled) return;
+    a.abandon(TIMEOUT());
+    // A 408 ends its connection (RFC 9110 §15.5.9); with a body that may still be arriving,
+    // even where the runtime would read it to its end (Deno).
+    const res = refuse("timeout", DEADLINE);
+    if (a.answer(a.failBody === undefined ? res : dropConnectionAfter(res))) {
+      a.straggling = true;
+      stragglers++;
+    }
+  };
+  // Deadlines are armed at the first tick that finds the handler still running (_lazy_arming.ts).
+  const arming = _lazyArming(live, clock, onDeadline);
+
+  const report = (a: _Admission, status: number, outcome: "ok" | "error") => {
+    if (onEvent === undefined) return;
+    const timedOut = a.straggling;
+    _emit(eventSinks, {
+      type: "request",
+      status: timedOut ? 408 : status,
+      durationMs: clock.now() - a.startedAt,
+      outcome: timedOut ? "timeout" : outcome,
+    });
+  };
+
+  const overCap = (a: _Admission) => refuse("body", closesOnUnreadBody(a.declared) ? OVER_CAP_CLOSE : OVER_CAP);
+
+  // What the request holds is released when the handler settles — not when a 408 went out.
+  const settle = (a: _Admission, completed = false) => {
+    if (a.straggling) stragglers--;
+    a.finish(completed);
+    live.delete(a);
+    longLived.settled(a);
+  };
+
+  // What the handler's settled value becomes (the handler's answer, a 413, or a 500).
+  const outcome = (a: _Admission, res: unknown): Response => {
+    // Only a normal answer is a latency sample for the adaptive limit (not a 5xx, a 408, an abort).
+    settle(a, res instanceof Response && res.status < 500);
+    let out: Response;
+    if (a.overflowed) {
+      if (res instanceof Response) res.body?.cancel().catch(() => {});
+      out = overCap(a);
+    } else if (res instanceof Response) {
+      // A body the handler left unread, over 64 KiB or of unknown length: the connection
+      // closes rather than make the runtime read the rest (Bun and Deno would, unbounded).
+      out = longLived.response(a, !a.bodyEnded && a.body !== null && _unreadCloses(a.request, a.declared, true) ? _withClose(res) : res, requestTimeoutMs);
+    } else {
+      onError(new TypeError("The handler did not return a Response"), a.request);
+      out = _refusalResponse(500);
+    }
+    report(a, res instanceof Response ? res.status : 500, "ok");
+    return out;
+  };
+  const failure = (a: _Admission, error: unknown): Response => {
+    settle(a);
+    let out: Response;
+    if (a.overflowed || isBodyTooLargeError(error)) out = overCap(a);
+    else {
+      // After a 408 the failure is the expected reaction to the aborted signal.
+      if (a.abandonedBy === undefined) onError(error, a.request);
+      out = _refusalResponse(500);
+    }
+    report(a, 500, "error");
+    return out;
+  };
+
+  const run = (handler: _InfoHandler, a: _Admission, withInfo: boolean): Response | Promise<Response> => {
+    let result: Response | Promise<Response>;
+    try {
+      result = withInfo ? handler(a.forward, a.view, a.info) : (handler as GuardedHandler)(a.forward, a.view);
+    } catch (error) {
+      return failure(a, error);
+    }
+    if (result instanceof Response) return outcome(a, result);
+    live.push(a);
+    arming.track(a);
+    const delivery = a.delivery;
+    return new Promise<Response>((resolve) => {
+      a.resolve = resolve as (res: Response | undefined) => void;
+      Promise.resolve(result).then(
+        (res) => {
+          const out = outcome(a, delivery === undefined ? res : delivery.read(a.info));
+          // Already answered (408, or a forced drain's 503): nobody will read this body.
+          if (!a.answer(out)) out.body?.cancel().catch(() => {});
+        },
+        (error: unknown) => void a.answer(failure(a, error)),
+      );
+    });
+  };
+
+  return {
+    run,
+    onDeadline,
+    get stragglers() {
+      return stragglers;
+    },
+    running: () => live.snapshot(),
+    dispose: () => arming.dispose(),
+  };
+}
