@@ -1,0 +1,153 @@
+// Gate 10, the handler (src/core/request/handler_run.ts), driven directly with the manual clock:
+// one answer a request (the handler's, a 413, a 500, or the 408 of its deadline), what the
+// request holds released once when the handler settles — as a latency sample only after a
+// normal answer —, and the running handlers listed until then.
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { _handlerRun } from "../../../src/core/request/handler_run.ts";
+import { _Admission, type _AdmissionHost } from "../../../src/core/request/admission.ts";
+import { _createLongLived } from "../../../src/core/request/_long_lived.ts";
+import { createCleanupRegistry } from "../../../src/core/request/cleanup_registry.ts";
+import type { GateRefusal } from "../../../src/core/gates/gate.ts";
+import type { DenyLayer, HygieneEvent } from "../../../src/core/events.ts";
+import { createManualClock } from "../../../src/testing/manual_clock.ts";
+import { flushMicrotasks } from "../../support/flush.ts";
+
+/** A slot or permit: how it was given back, counted. */
+function held() {
+  const given = { completed: 0, disposed: 0 };
+  return { given, thing: { complete: () => void given.completed++, [Symbol.dispose]: () => void given.disposed++ } };
+}
+
+function setup() {
+  const clock = createManualClock();
+  const refused: { layer: DenyLayer; status: number }[] = [];
+  const errors: unknown[] = [];
+  const events: HygieneEvent[] = [];
+  const longLived = _createLongLived(undefined, clock);
+  const run = _handlerRun({
+    clock,
+    requestTimeoutMs: 1000,
+    longLived,
+    refuse: (layer: DenyLayer, r: GateRefusal) => {
+      refused.push({ layer, status: r.status });
+      return new Response(null, { status: r.status });
+    },
+    onError: (error) => void errors.push(error),
+    onEvent: (event) => void events.push(event),
+  });
+  const host: _AdmissionHost = {
+    scheduleDeadline: (ms, _now, a) => clock.setTimeout(() => run.onDeadline(a), ms),
+    now: () => clock.now(),
+    validateTimeout: (ms) => ms,
+    newCleanups: () => createCleanupRegistry(() => {}),
+    watchShutdown: () => {},
+    report: () => {},
+  };
+  const admit = () => {
+    const a = new _Admission(host, new Request("http://localhost/"), undefined, clock.now(), 1000);
+    const h = held();
+    a.hold(h.thing);
+    return { a, given: h.given };
+  };
+  return { clock, run, refused, errors, events, admit };
+}
+
+describe("handler run", () => {
+  test("a Response returned synchronously is the answer at once; what the request held is given back as a latency sample", () => {
+    const { run, admit, events } = setup();
+    const { a, given } = admit();
+    const answer = run.run(() => new Response("ok"), a, false);
+    assert.ok(answer instanceof Response, "no promise for a synchronous answer");
+    assert.equal(answer.status, 200);
+    assert.deepEqual(given, { completed: 1, disposed: 0 });
+    assert.equal(a.settled, true);
+    assert.deepEqual(run.running(), [], "a synchronous handler is never listed as running");
+    assert.deepEqual(events.map((e) => e.type === "request" && [e.status, e.outcome]), [[200, "ok"]]);
+    run.dispose();
+  });
+
+  test("a handler that throws, or resolves to something not a Response, is answered 500 and logged; what it held is given back, not as a sample", async () => {
+    const { run, admit, errors, events } = setup();
+    const boom = new Error("boom");
+    const first = admit();
+    const thrown = run.run(() => {
+      throw boom;
+    }, first.a, false);
+    assert.equal((thrown as Response).status, 500);
+    assert.deepEqual(first.given, { completed: 0, disposed: 1 });
+    const second = admit();
+    const wrong = run.run(() => Promise.resolve("not a response" as unknown as Response), second.a, false);
+    assert.equal((await wrong).status, 500);
+    assert.deepEqual(second.given, { completed: 0, disposed: 1 });
+    assert.equal(errors[0], boom);
+    assert.ok(errors[1] instanceof TypeError);
+    assert.deepEqual(events.map((e) => e.type === "request" && [e.status, e.outcome]), [[500, "error"], [500, "ok"]]);
+    run.dispose();
+  });
+
+  test("an asynchronous handler is listed as running until it settles, then answered with its Response", async () => {
+    const { run, admit } = setup();
+    const { a, given } = admit();
+    let finish!: (res: Response) => void;
+    const answer = run.run(() => new Promise<Response>((resolve) => (finish = resolve)), a, false);
+    assert.ok(answer instanceof Promise);
+    assert.deepEqual(run.running(), [a]);
+    await flushMicrotasks();
+    assert.deepEqual(given, { completed: 0, disposed: 0 }, "held while the handler runs");
+    finish(new Response("late", { status: 201 }));
+    assert.equal((await answer).status, 201);
+    assert.deepEqual(given, { completed: 1, disposed: 0 });
+    assert.deepEqual(run.running(), []);
+    run.dispose();
+  });
+
+  test("the deadline answers 408 while the handler runs: its signal aborts, it is a straggler until it settles, and its late answer is dropped", async () => {
+    const { clock, run, admit, refused, events } = setup();
+    const { a, given } = admit();
+    const signal = a.signal;
+    let finish!: (res: Response) => void;
+    let cancelled = false;
+    const lateBody = new ReadableStream<Uint8Array>({ cancel: () => void (cancelled = true) });
+    a.timed = true; // the deadline gate's mark: armed once the handler turns asynchronous
+    const answer = run.run(() => new Promise<Response>((resolve) => (finish = resolve)), a, false);
+    clock.advance(1000); // the arming tick armed it from its arrival; the deadline fires at 1000 ms
+    await flushMicrotasks();
+    assert.equal((await answer).status, 408);
+    assert.deepEqual(refused, [{ layer: "timeout", status: 408 }]);
+    assert.equal(signal.aborted, true);
+    assert.equal((signal.reason as DOMException).name, "TimeoutError");
+    assert.equal(run.stragglers, 1);
+    assert.deepEqual(given, { completed: 0, disposed: 0 }, "a 408 does not give back what the handler still uses");
+    finish(new Response(lateBody));
+    await flushMicrotasks();
+    assert.equal(run.stragglers, 0);
+    assert.deepEqual(given, { completed: 0, disposed: 1 }, "given back at settle, not as a sample: it was abandoned");
+    assert.equal(cancelled, true, "nobody reads the late answer's body: cancelled");
+    assert.deepEqual(events.map((e) => e.type === "request" && [e.status, e.outcome]), [[408, "timeout"]]);
+    run.dispose();
+  });
+
+  test("a request whose body passed its cap is answered 413 whatever the handler says", () => {
+    const { run, admit, refused } = setup();
+    const { a, given } = admit();
+    a.overflowed = true;
+    const answer = run.run(() => new Response("ignored"), a, false);
+    assert.equal((answer as Response).status, 413);
+    assert.deepEqual(refused, [{ layer: "body", status: 413 }]);
+    assert.deepEqual(given, { completed: 1, disposed: 0 });
+    run.dispose();
+  });
+
+  test("with a delivery the answer is handed over, read from where the handler left it, and the promise resolves to nothing", async () => {
+    const { run, admit } = setup();
+    const { a } = admit();
+    const box: { res?: Response } = {};
+    const delivered: Response[] = [];
+    a.delivery = { read: () => box.res, deliver: (res) => void delivered.push(res) };
+    const answer = run.run(() => Promise.resolve().then(() => void (box.res = new Response("in the box", { status: 202 }))) as Promise<never>, a, false);
+    assert.equal(await answer, undefined);
+    assert.deepEqual(delivered.map((r) => r.status), [202]);
+    run.dispose();
+  });
+});
