@@ -175,6 +175,25 @@ export function cpuSeconds(pid) {
   return (Number(fields[11]) + Number(fields[12])) / TICK; // fields 14 and 15 of proc(5)
 }
 
+/** CPU seconds of the process's main thread alone (its other threads: V8's compiler and GC helpers, libuv's pool). */
+export function mainThreadCpuSeconds(pid) {
+  return cpuSeconds(`${pid}/task/${pid}`);
+}
+
+/**
+ * Moves every thread of `pid` but its main one to the load generator's core (a diagnostic:
+ * what the server's own thread costs when V8's background compiler and GC helpers do not
+ * share its core). Threads started later are not moved.
+ */
+export function moveThreadsApart(pid) {
+  let moved = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    if (tid === String(pid)) continue;
+    if (spawnSync("taskset", ["-p", "-c", LOAD_CORE, tid], { encoding: "utf8" }).status === 0) moved++;
+  }
+  return moved;
+}
+
 // ---- the load generator ----
 
 function which(name) {

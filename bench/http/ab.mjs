@@ -14,7 +14,11 @@
 // Prints, per run and as medians: 2xx/s, non-2xx/s, the server's CPU (all threads, from
 // /proc, from 1 s after the hold on) and its CPU per 2xx, and the admitted p99 over the run and
 // over the requests sent 1 s or more into it. Servers are ones this script started, ended by PID.
-import { baselineTree, compileForNode, cpuSeconds, currentTree, detectLoadGenerator, endChildren, heldMs, histPercentile, load, median, runtimes, sleep, startServer, stopServer } from "./_lib.mjs";
+// The CPU is also split: the server's main thread, and its other threads (on Node and Deno,
+// V8's background compiler and garbage-collection helpers; Bun's too), which share its core.
+// `--apart`: those other threads are moved to the load generator's core once the server
+// listens (a diagnostic: what the main thread alone does when they do not take its core).
+import { baselineTree, compileForNode, cpuSeconds, currentTree, detectLoadGenerator, endChildren, heldMs, histPercentile, load, mainThreadCpuSeconds, median, moveThreadsApart, runtimes, sleep, startServer, stopServer } from "./_lib.mjs";
 
 const args = process.argv.slice(2);
 const flag = (name, fallback) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
@@ -28,6 +32,7 @@ const seconds = Number(flag("seconds", "6"));
 // `--warm`: 1 s, as part 2 does; `--warm=N`: N s (e.g. to see what the JIT's tier-up costs a fresh server).
 const warmS = args.includes("--warm") ? 1 : Number(flag("warm", "0"));
 const warm = warmS > 0;
+const apart = args.includes("--apart");
 const CONNECTIONS = 256;
 const HOLD_MS = 1000;
 
@@ -59,18 +64,22 @@ try {
     for (const [k, s] of parsed.entries()) {
       const server = await startServer(rt, rt, [s.variant, s.limit], { env: s.env, tree: s.before ? baseline : currentTree });
       try {
+        if (apart) moveThreadsApart(server.pid);
         const run = (secs) => load(gen, { port: server.port, path, connections: CONNECTIONS, seconds: secs, timeoutS: 30, latency2xx: true, startMs: HOLD_MS });
         if (s.warmS > 0) {
           await run(s.warmS);
           await sleep(1000);
         }
         let c0 = 0;
+        let m0 = 0;
         let t0 = 0;
-        const mark = setTimeout(() => ((c0 = cpuSeconds(server.pid)), (t0 = performance.now())), heldMs(gen, HOLD_MS) + 1000);
+        const mark = setTimeout(() => ((c0 = cpuSeconds(server.pid)), (m0 = mainThreadCpuSeconds(server.pid)), (t0 = performance.now())), heldMs(gen, HOLD_MS) + 1000);
         const r = await run(seconds);
-        const cpu = t0 === 0 ? NaN : (cpuSeconds(server.pid) - c0) / ((performance.now() - t0) / 1000);
+        const s1 = (performance.now() - t0) / 1000;
+        const cpu = t0 === 0 ? NaN : (cpuSeconds(server.pid) - c0) / s1;
+        const main = t0 === 0 ? NaN : (mainThreadCpuSeconds(server.pid) - m0) / s1;
         clearTimeout(mark);
-        const row = { ok: r.ok / r.seconds, non2xx: (r.non2xx ?? 0) / r.seconds, cpu, p99: ms(r.okHistUs), p99After1s: ms(r.okHistSteadyUs) };
+        const row = { ok: r.ok / r.seconds, non2xx: (r.non2xx ?? 0) / r.seconds, cpu, main, p99: ms(r.okHistUs), p99After1s: ms(r.okHistSteadyUs) };
         results[k].push(row);
         console.log(`round ${round + 1} ${subjects[k]}: ${line(row)}`);
       } finally {
@@ -79,15 +88,15 @@ try {
       await sleep(300);
     }
   }
-  console.log(`\n${rt} ${path}, wrk -t1 -c${CONNECTIONS}, ${seconds} s${warm ? ` after a ${warmS} s warm-up` : ""}, medians of ${runs} round(s)${baseline ? `; BEFORE=1: ${ref} (${baseline.commit.slice(0, 10)})` : ""}`);
+  console.log(`\n${rt} ${path}, wrk -t1 -c${CONNECTIONS}, ${seconds} s${warm ? ` after a ${warmS} s warm-up` : ""}${apart ? ", the servers' other threads on the load core" : ""}, medians of ${runs} round(s)${baseline ? `; BEFORE=1: ${ref} (${baseline.commit.slice(0, 10)})` : ""}`);
   for (const [k, subject] of subjects.entries()) {
     const m = (f) => median(results[k].map(f));
-    console.log(`${subject}: ${line({ ok: m((x) => x.ok), non2xx: m((x) => x.non2xx), cpu: m((x) => x.cpu), p99: m((x) => x.p99), p99After1s: m((x) => x.p99After1s) })}`);
+    console.log(`${subject}: ${line({ ok: m((x) => x.ok), non2xx: m((x) => x.non2xx), cpu: m((x) => x.cpu), main: m((x) => x.main), p99: m((x) => x.p99), p99After1s: m((x) => x.p99After1s) })}`);
   }
 } finally {
   cleanUp();
 }
 
-function line({ ok, non2xx, cpu, p99, p99After1s }) {
-  return `2xx/s ${ok.toFixed(0)}, non-2xx/s ${non2xx.toFixed(0)}, server CPU ${(cpu * 100).toFixed(0)}% (${((cpu * 1e6) / ok).toFixed(0)} µs per 2xx), admitted p99 ${p99.toFixed(1)} ms (sent after 1 s: ${p99After1s.toFixed(1)} ms)`;
+function line({ ok, non2xx, cpu, main, p99, p99After1s }) {
+  return `2xx/s ${ok.toFixed(0)}, non-2xx/s ${non2xx.toFixed(0)}, server CPU ${(cpu * 100).toFixed(0)}% (${((cpu * 1e6) / ok).toFixed(0)} µs per 2xx; main thread ${(main * 100).toFixed(1)}%, ${((main * 1e6) / ok).toFixed(0)} µs per 2xx; other threads ${((cpu - main) * 100).toFixed(1)}%), admitted p99 ${p99.toFixed(1)} ms (sent after 1 s: ${p99After1s.toFixed(1)} ms)`;
 }
