@@ -175,14 +175,14 @@ export function cpuSeconds(pid) {
   return (Number(fields[11]) + Number(fields[12])) / TICK; // fields 14 and 15 of proc(5)
 }
 
-/** CPU seconds of the process's main thread alone (its other threads: V8's compiler and GC helpers, libuv's pool). */
+/** CPU seconds of the process's main thread alone (its other threads: the engine's compiler and GC helpers, libuv's pool, …). */
 export function mainThreadCpuSeconds(pid) {
   return cpuSeconds(`${pid}/task/${pid}`);
 }
 
 /**
  * Moves every thread of `pid` but its main one to the load generator's core (a diagnostic:
- * what the server's own thread costs when V8's background compiler and GC helpers do not
+ * what the server's own thread costs when the engine's background compiler and GC helpers do not
  * share its core). Threads started later are not moved.
  */
 export function moveThreadsApart(pid) {

@@ -14,8 +14,9 @@
 // Prints, per run and as medians: 2xx/s, non-2xx/s, the server's CPU (all threads, from
 // /proc, from 1 s after the hold on) and its CPU per 2xx, and the admitted p99 over the run and
 // over the requests sent 1 s or more into it. Servers are ones this script started, ended by PID.
-// The CPU is also split: the server's main thread, and its other threads (on Node and Deno,
-// V8's background compiler and garbage-collection helpers; Bun's too), which share its core.
+// The CPU is also split: the server's main thread, and its other threads (the JavaScript
+// engine's background compiler and garbage-collection helpers: V8's on Node and Deno,
+// JavaScriptCore's on Bun), which share its core.
 // `--apart`: those other threads are moved to the load generator's core once the server
 // listens (a diagnostic: what the main thread alone does when they do not take its core).
 import { baselineTree, compileForNode, cpuSeconds, currentTree, detectLoadGenerator, endChildren, heldMs, histPercentile, load, mainThreadCpuSeconds, median, moveThreadsApart, runtimes, sleep, startServer, stopServer } from "./_lib.mjs";

@@ -85,8 +85,8 @@ async function measure(gen, c, { warmS, seconds, unloadedS, rate, env, holdMs })
       notAccepted: r.accept?.mean,
       rps: r.requests / r.seconds,
       cpuShare: cpu / r.seconds,
-      // The main thread's part of it; the rest is the runtime's other threads (V8's compiler and
-      // collector helpers), which share the server's core (results/overload-node-storm.md).
+      // The main thread's part of it; the rest is the runtime's other threads (the engine's
+      // compiler and collector helpers), which share the server's core (results/overload-node-storm.md).
       mainShare: mainCpu / r.seconds,
       rate,
       // The server's refusals by layer from the start of the measured run to the end of its drain,
@@ -199,7 +199,7 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
     holdMs > 0
       ? `wrk opens its ${CONNECTIONS} connections at once and holds each one's first request ${holdMs} ms (latency.lua), so the server, still idle, accepts them all before the load starts; the figures cover the ${seconds} s after the hold. Without it, Node (which accepts one connection per event-loop turn) left a subject with long loop turns — the unprotected server, the 15-line cap — with up to 120 of the connections still in the kernel's accept queue after 10 s: those subjects faced fewer clients than serve-hygiene, whose short turns accept them all within half a second. "not accepted" is that queue's mean length over the measured run (/proc/net/tcp). "p99 after 1 s" covers the requests sent 1 s or more into the measured run.`
       : `"p99 after 1 s" covers the requests sent 1 s or more into the measured run. wrk opens its ${CONNECTIONS} connections at once (no hold: --accept-hold-ms=0); Node accepts one connection per event-loop turn (libuv), so while its loop is busy the last connections wait in the kernel's accept queue, and their first requests carry that wait; "not accepted" is that queue's mean length over the measured run (/proc/net/tcp). The targets are judged on the whole run's p99; the second figure shows how much of it is that start.`,
-    `Goodput share = 2xx/s ÷ the unprotected server's 2xx/s on the same runtime and handler, taken in each round, median over ${runs} round(s); p99 ÷ unloaded likewise. Server pinned to core 1, wrk to core 0. "server CPU" counts all the server's threads; "its main thread" that thread alone, the rest being the runtime's other threads (V8's compiler and collector helpers), which share core 1 with it.`,
+    `Goodput share = 2xx/s ÷ the unprotected server's 2xx/s on the same runtime and handler, taken in each round, median over ${runs} round(s); p99 ÷ unloaded likewise. Server pinned to core 1, wrk to core 0. "server CPU" counts all the server's threads; "its main thread" that thread alone, the rest being the runtime's other threads (the JavaScript engine's compiler and collector helpers), which share core 1 with it.`,
     `serve-hygiene runs with its defaults and no tuning: the adaptive concurrency limit, the admission queue (shedWaitMs 500, adaptive LIFO, standingWaitMs 20), the load monitor's defaults.`,
     "",
     envBlock(env, `Library: ${env.current}.`),
