@@ -6,6 +6,8 @@ export const fmt = {
   us: (v) => (Number.isFinite(v) ? v.toFixed(v >= 100 ? 0 : 1) : "—"),
   x: (v) => (Number.isFinite(v) ? `${v.toFixed(2)}×` : "—"),
   share: (v) => (Number.isFinite(v) ? v.toFixed(2) : "—"),
+  // Where a verdict turns on a share: 0.949 reads "0.95" at two decimals.
+  share3: (v) => (Number.isFinite(v) ? v.toFixed(3) : "—"),
   pct: (v) => (Number.isFinite(v) ? `${(v * 100).toFixed(v < 0.1 && v > 0 ? 1 : 0)}%` : "—"),
 };
 

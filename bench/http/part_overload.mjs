@@ -158,23 +158,21 @@ export async function overload({ runs, runtimes, quick, gen, env, limit, waitSwe
   }
   const verdicts = [];
   const verdict = (ok) => (ok ? "met" : "**missed**");
-  // Three decimals where a verdict turns on a share: 0.949 reads "0.95" at two.
-  const share3 = (v) => (Number.isFinite(v) ? v.toFixed(3) : "—");
   // The target is the whole run's p99; the p99 of requests sent after the first second is shown beside it, not instead.
   const steady = (c) => (Number.isFinite(c.p99SteadyUs) ? ` (requests sent after the first second: p99 ${fmt.ms(c.p99SteadyUs)} ms)` : "");
   for (const rt of runtimes) {
     const s = find(rt, "/burn", "lib"), a = find(rt, "/burn-async", "lib"), io = find(rt, "/io", "lib"), capA = find(rt, "/burn-async", "cap");
     if (s) {
-      verdicts.push(`- ${rt}, sync 2 ms: goodput ${share3(s.goodputShare)} (target ≥ 0.90) ${verdict(s.goodputShare >= 0.9)}; admitted p99 ${fmt.ms(s.p99Us)} ms (target ≤ 50 ms) ${verdict(s.p99Us <= 50_000)}${steady(s)}.`);
+      verdicts.push(`- ${rt}, sync 2 ms: goodput ${fmt.share3(s.goodputShare)} (target ≥ 0.90) ${verdict(s.goodputShare >= 0.9)}; admitted p99 ${fmt.ms(s.p99Us)} ms (target ≤ 50 ms) ${verdict(s.p99Us <= 50_000)}${steady(s)}.`);
     }
     if (a) {
       verdicts.push(
-        `- ${rt}, async 2 ms: goodput ${share3(a.goodputShare)} (target ≥ 0.95) ${verdict(a.goodputShare >= 0.95)}, against the 15-line cap's ${share3(capA.goodputShare)} (target ≥) ${verdict(a.goodputShare >= capA.goodputShare)}; ` +
+        `- ${rt}, async 2 ms: goodput ${fmt.share3(a.goodputShare)} (target ≥ 0.95) ${verdict(a.goodputShare >= 0.95)}, against the 15-line cap's ${fmt.share3(capA.goodputShare)} (target ≥) ${verdict(a.goodputShare >= capA.goodputShare)}; ` +
           `admitted p99 ${fmt.ms(a.p99Us)} ms (target ≤ 50 ms) ${verdict(a.p99Us <= 50_000)}${steady(a)}.`,
       );
     }
     if (io) {
-      verdicts.push(`- ${rt}, I/O-bound (await 20 ms + 0.2 ms CPU): goodput ${share3(io.goodputShare)} (target ≥ 0.95) ${verdict(io.goodputShare >= 0.95)}; admitted p99 ${fmt.share(io.p99VsUnloaded)}× the unloaded p99 (target ≤ 2×) ${verdict(io.p99VsUnloaded <= 2)}.`);
+      verdicts.push(`- ${rt}, I/O-bound (await 20 ms + 0.2 ms CPU): goodput ${fmt.share3(io.goodputShare)} (target ≥ 0.95) ${verdict(io.goodputShare >= 0.95)}; admitted p99 ${fmt.share(io.p99VsUnloaded)}× the unloaded p99 (target ≤ 2×) ${verdict(io.p99VsUnloaded <= 2)}.`);
     }
     const layers = (c) => {
       const total = {};
