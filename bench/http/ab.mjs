@@ -6,7 +6,9 @@
 //   node bench/http/ab.mjs <node|deno|bun> <path> [--runs=3] [--seconds=6] [--warm[=N]] [--baseline=<ref>] <subject> ...
 // A subject is `<limit>[:ENV=value;ENV=value…]`: `-` is the adaptive default, a number a fixed
 // limit; `VARIANT=<variant>` serves another variant of the bench servers (`none`: the
-// unprotected server); `WARM=N` its own warm-up (N s; 0: none); `BEFORE=1` runs it from the `--baseline` ref (the servers are this
+// unprotected server); `WARM=N` its own warm-up (N s; 0: none); `CONNECTIONS=N` its own
+// closed loop of N connections instead of 256 (e.g. the unprotected server at fewer clients:
+// what a concurrency limit of N could at best give, with no waiter or refusal to pay); `BEFORE=1` runs it from the `--baseline` ref (the servers are this
 // checkout's, see _lib.mjs's baselineTree); any other knob goes to the server's environment
 // (BENCH_LOAD_MONITOR=0, BENCH_ADAPTIVE={…}, BENCH_SHED_WAIT_MS, …; servers/_shared.ts).
 // `--warm`: a 1 s run and a 1 s pause first, as part 2 does (`--warm=N`: an N s run). e.g.
@@ -46,8 +48,10 @@ const parse = (subject) => {
     if (j <= 0) throw new Error(`not ENV=value in subject ${subject}: ${e}`);
     env[e.slice(0, j)] = e.slice(j + 1);
   }
-  const { VARIANT: variant = "lib", BEFORE: before, WARM: warmOwn, ...rest } = env;
-  return { limit, variant, before: before === "1", warmS: warmOwn === undefined ? warmS : Number(warmOwn), env: rest };
+  const { VARIANT: variant = "lib", BEFORE: before, WARM: warmOwn, CONNECTIONS: connectionsOwn, ...rest } = env;
+  const connections = connectionsOwn === undefined ? CONNECTIONS : Number(connectionsOwn);
+  if (!Number.isInteger(connections) || connections < 1) throw new Error(`CONNECTIONS is not a whole number ≥ 1 in subject ${subject}`);
+  return { limit, variant, before: before === "1", warmS: warmOwn === undefined ? warmS : Number(warmOwn), connections, env: rest };
 };
 const parsed = subjects.map(parse);
 const ref = flag("baseline");
@@ -66,7 +70,7 @@ try {
       const server = await startServer(rt, rt, [s.variant, s.limit], { env: s.env, tree: s.before ? baseline : currentTree });
       try {
         if (apart) moveThreadsApart(server.pid);
-        const run = (secs) => load(gen, { port: server.port, path, connections: CONNECTIONS, seconds: secs, timeoutS: 30, latency2xx: true, startMs: HOLD_MS });
+        const run = (secs) => load(gen, { port: server.port, path, connections: s.connections, seconds: secs, timeoutS: 30, latency2xx: true, startMs: HOLD_MS });
         if (s.warmS > 0) {
           await run(s.warmS);
           await sleep(1000);
@@ -89,10 +93,12 @@ try {
       await sleep(300);
     }
   }
-  console.log(`\n${rt} ${path}, wrk -t1 -c${CONNECTIONS}, ${seconds} s${warm ? ` after a ${warmS} s warm-up` : ""}${apart ? ", the servers' other threads on the load core" : ""}, medians of ${runs} round(s)${baseline ? `; BEFORE=1: ${ref} (${baseline.commit.slice(0, 10)})` : ""}`);
+  console.log(`\n${rt} ${path}, wrk -t1 -c${CONNECTIONS} (unless a subject says otherwise), ${seconds} s${warm ? ` after a ${warmS} s warm-up` : ""}${apart ? ", the servers' other threads on the load core" : ""}, medians of ${runs} round(s)${baseline ? `; BEFORE=1: ${ref} (${baseline.commit.slice(0, 10)})` : ""}`);
   for (const [k, subject] of subjects.entries()) {
-    const m = (f) => median(results[k].map(f));
-    console.log(`${subject}: ${line({ ok: m((x) => x.ok), non2xx: m((x) => x.non2xx), cpu: m((x) => x.cpu), main: m((x) => x.main), p99: m((x) => x.p99), p99After1s: m((x) => x.p99After1s) })}`);
+    const m = (f) => median(results[k].map((x, i) => f(x, i)));
+    // Each ratio taken inside a round, against the first subject's run of that round, then the median.
+    const vsFirst = k === 0 ? "" : `; ÷ ${subjects[0]} in its round: 2xx/s ${m((x, i) => x.ok / results[0][i].ok).toFixed(3)}, p99 after 1 s ${m((x, i) => x.p99After1s / results[0][i].p99After1s).toFixed(2)}`;
+    console.log(`${subject}: ${line({ ok: m((x) => x.ok), non2xx: m((x) => x.non2xx), cpu: m((x) => x.cpu), main: m((x) => x.main), p99: m((x) => x.p99), p99After1s: m((x) => x.p99After1s) })}${vsFirst}`);
   }
 } finally {
   cleanUp();
