@@ -95,7 +95,7 @@ try {
   }
   console.log(`\n${rt} ${path}, wrk -t1 -c${CONNECTIONS} (unless a subject says otherwise), ${seconds} s${warm ? ` after a ${warmS} s warm-up` : ""}${apart ? ", the servers' other threads on the load core" : ""}, medians of ${runs} round(s)${baseline ? `; BEFORE=1: ${ref} (${baseline.commit.slice(0, 10)})` : ""}`);
   for (const [k, subject] of subjects.entries()) {
-    const m = (f) => median(results[k].map((x, i) => f(x, i)));
+    const m = (f) => median(results[k].map(f)); // f(run, round)
     // Each ratio taken inside a round, against the first subject's run of that round, then the median.
     const vsFirst = k === 0 ? "" : `; ÷ ${subjects[0]} in its round: 2xx/s ${m((x, i) => x.ok / results[0][i].ok).toFixed(3)}, p99 after 1 s ${m((x, i) => x.p99After1s / results[0][i].p99After1s).toFixed(2)}`;
     console.log(`${subject}: ${line({ ok: m((x) => x.ok), non2xx: m((x) => x.non2xx), cpu: m((x) => x.cpu), main: m((x) => x.main), p99: m((x) => x.p99), p99After1s: m((x) => x.p99After1s) })}${vsFirst}`);
