@@ -19,6 +19,8 @@
 // The CPU is also split: the server's main thread, and its other threads (the JavaScript
 // engine's background compiler and garbage-collection helpers: V8's on Node and Deno,
 // JavaScriptCore's on Bun), which share its core.
+// Subjects run in the order given in odd rounds and in reverse in even ones (`--fixed-order`:
+// as given in every round).
 // `--apart`: those other threads are moved to the load generator's core once the server
 // listens (a diagnostic: what the main thread alone does when they do not take its core).
 import { baselineTree, compileForNode, cpuSeconds, currentTree, detectLoadGenerator, endChildren, heldMs, histPercentile, load, mainThreadCpuSeconds, median, moveThreadsApart, runtimes, sleep, startServer, stopServer } from "./_lib.mjs";
@@ -36,6 +38,7 @@ const seconds = Number(flag("seconds", "6"));
 const warmS = args.includes("--warm") ? 1 : Number(flag("warm", "0"));
 const warm = warmS > 0;
 const apart = args.includes("--apart");
+const fixedOrder = args.includes("--fixed-order");
 const CONNECTIONS = 256;
 const HOLD_MS = 1000;
 
@@ -66,7 +69,13 @@ try {
   const gen = detectLoadGenerator();
   const results = subjects.map(() => []);
   for (let round = 0; round < runs; round++) {
-    for (const [k, s] of parsed.entries()) {
+    // Every other round runs the subjects in reverse, so each one follows a different subject in
+    // turn: what ran on the core just before moves a subject's figures by a few points (Bun's I/O
+    // goodput read 0.953 right after the cap and 0.926 after the unloaded run,
+    // results/overload-io-frontier.md). `--fixed-order`: the same order every round.
+    const order = [...parsed.entries()];
+    if (round % 2 === 1 && !fixedOrder) order.reverse();
+    for (const [k, s] of order) {
       const server = await startServer(rt, rt, [s.variant, s.limit], { env: s.env, tree: s.before ? baseline : currentTree });
       try {
         if (apart) moveThreadsApart(server.pid);
@@ -93,7 +102,7 @@ try {
       await sleep(300);
     }
   }
-  console.log(`\n${rt} ${path}, wrk -t1 -c${CONNECTIONS} (unless a subject says otherwise), ${seconds} s${warm ? ` after a ${warmS} s warm-up` : ""}${apart ? ", the servers' other threads on the load core" : ""}, medians of ${runs} round(s)${baseline ? `; BEFORE=1: ${ref} (${baseline.commit.slice(0, 10)})` : ""}`);
+  console.log(`\n${rt} ${path}, wrk -t1 -c${CONNECTIONS} (unless a subject says otherwise), ${seconds} s${warm ? ` after a ${warmS} s warm-up` : ""}${apart ? ", the servers' other threads on the load core" : ""}, ${fixedOrder ? "the same order every round" : "the order reversed every other round"}, medians of ${runs} round(s)${baseline ? `; BEFORE=1: ${ref} (${baseline.commit.slice(0, 10)})` : ""}`);
   for (const [k, subject] of subjects.entries()) {
     const m = (f) => median(results[k].map(f)); // f(run, round)
     // Each ratio taken inside a round, against the first subject's run of that round, then the median.
