@@ -19,7 +19,8 @@
 // The CPU is also split: the server's main thread, and its other threads (the JavaScript
 // engine's background compiler and garbage-collection helpers: V8's on Node and Deno,
 // JavaScriptCore's on Bun), which share its core.
-// Subjects run in the order given in odd rounds and in reverse in even ones (`--fixed-order`:
+// Subjects run in the order given in odd rounds and in reverse in even ones, so each follows a
+// different one in turn (what ran on the core just before moves a subject by a few points; `--fixed-order`:
 // as given in every round).
 // `--apart`: those other threads are moved to the load generator's core once the server
 // listens (a diagnostic: what the main thread alone does when they do not take its core).
@@ -69,10 +70,8 @@ try {
   const gen = detectLoadGenerator();
   const results = subjects.map(() => []);
   for (let round = 0; round < runs; round++) {
-    // Every other round runs the subjects in reverse, so each one follows a different subject in
-    // turn: what ran on the core just before moves a subject's figures by a few points (Bun's I/O
-    // goodput read 0.953 right after the cap and 0.926 after the unloaded run,
-    // results/overload-io-frontier.md). `--fixed-order`: the same order every round.
+    // Reversed every other round (see the header); e.g. what ran just before moved Bun's
+    // I/O goodput by a few points (results/overload-io-frontier.md).
     const order = [...parsed.entries()];
     if (round % 2 === 1 && !fixedOrder) order.reverse();
     for (const [k, s] of order) {
