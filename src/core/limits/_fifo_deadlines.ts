@@ -1,6 +1,10 @@
 // Deadlines that all share one delay (a rate store's timeout): they fall due in the order
 // they were set, so one timer, armed for the oldest live one, serves them all — no timer per
-// call (a timer per call cost 5–25 µs a call with thousands outstanding). Not re-exported.
+// call (a timer per call cost 5–25 µs a call with thousands outstanding). Calls mostly end in
+// the order they were made, so the ended ones at the head are dropped as each new one is
+// added: the queue holds about the calls outstanding, not every call of the last timeout
+// (tens of thousands with a 1 s timeout under load; dropping them saved 0.2–0.4 µs a call on
+// each runtime, against a backend that answers at once, in interleaved runs). Not re-exported.
 import type { Clock, TimerHandle } from "../clock.ts";
 
 /** One deadline; `cancel` when the work ends first. */
@@ -29,11 +33,19 @@ export class _FifoDeadlines {
     this.#delayMs = delayMs;
   }
 
+  /** Deadlines held: the live ones, and ended ones not yet dropped (behind a live one). */
+  get held(): number {
+    return this.#queue.length - this.#head;
+  }
+
   /** Runs `fn` `delayMs` from now, never later than one timer's own lateness. */
   add(fn: () => void): _Deadline {
-    const entry = new _Entry(this.#clock.now() + this.#delayMs, fn);
+    this.#dropEnded();
+    const now = this.#clock.now();
+    const entry = new _Entry(now + this.#delayMs, fn);
     this.#queue.push(entry);
-    if (this.#timer === undefined) this.#arm(this.#delayMs);
+    // For the oldest live deadline: this one, unless a callback of #fire adds it.
+    if (this.#timer === undefined) this.#arm(Math.max(1, this.#queue[this.#head]!.due - now));
     return entry;
   }
 
@@ -47,9 +59,10 @@ export class _FifoDeadlines {
   #fire(): void {
     this.#timer = undefined;
     const now = this.#clock.now();
-    const q = this.#queue;
-    while (this.#head < q.length) {
-      const e = q[this.#head]!;
+    // The queue is read afresh each turn: a callback may add a deadline, which may drop the
+    // head or re-base the array (and arm the timer).
+    while (this.#head < this.#queue.length) {
+      const e = this.#queue[this.#head]!;
       const fn = e.fn;
       if (fn !== undefined && e.due > now) break;
       this.#head++;
@@ -58,17 +71,23 @@ export class _FifoDeadlines {
         fn();
       }
     }
-    // Drop the consumed prefix once it is most of the array (amortised O(1) a deadline).
-    if (this.#head > 64 && this.#head * 2 > q.length) {
-      this.#queue = q.slice(this.#head);
-      this.#head = 0;
-    }
     // Skip ended ones at the head, then wait for the oldest live deadline.
-    while (this.#head < this.#queue.length && this.#queue[this.#head]!.fn === undefined) this.#head++;
-    if (this.#head < this.#queue.length) this.#arm(Math.max(1, this.#queue[this.#head]!.due - now));
-    else {
-      this.#queue = [];
+    this.#dropEnded();
+    if (this.#timer === undefined && this.#head < this.#queue.length) this.#arm(Math.max(1, this.#queue[this.#head]!.due - now));
+  }
+
+  /** Drops the ended deadlines at the head (the armed timer still fires for the old head, then re-arms). */
+  #dropEnded(): void {
+    const q = this.#queue;
+    let head = this.#head;
+    while (head < q.length && q[head]!.fn === undefined) head++;
+    if (head === q.length) {
+      q.length = 0; // kept: one call at a time reuses it
       this.#head = 0;
-    }
+    } else if (head > 64 && head * 2 > q.length) {
+      // Drop the consumed prefix once it is most of the array (amortised O(1) a deadline).
+      this.#queue = q.slice(head);
+      this.#head = 0;
+    } else this.#head = head;
   }
 }
