@@ -61,7 +61,7 @@ export async function redis({ runs, runtimes, quick, gen, env }) {
     const summary = runtimes.map((rt) => {
       const rows = checks[rt].rows;
       const mem = rows[0];
-      const parts = rows.map((r) => `${r.name}: p50 ${fmt.us(r.p50)} µs, p99 ${fmt.us(r.p99)} µs, ${fmt.int(r.checksPerSecond)} checks/s${r.trips === null ? "" : `, flood ${fmt.int(r.trips)} round-trips`}`);
+      const parts = rows.map((r) => `${r.name}: p50 ${fmt.us(r.p50)} µs, p99 ${fmt.us(r.p99)} µs, ${fmt.int(r.checksPerSecond)} checks/s (CPU a check: client ${fmt.us(r.client)} µs${r.redisCpu === null ? "" : `, Redis ${fmt.us(r.redisCpu)} µs`})${r.trips === null ? "" : `, flood ${fmt.int(r.trips)} round-trips`}`);
       const http = ["local", "shared"].map((id) => `${id} ${fmt.us(by(rt, id).cpuUsPerReq)} µs CPU/req`).join(", ");
       return `${rt}: ${parts.join("; ")} (in memory ${fmt.us(mem.p50)} µs); HTTP ${http}, shared ÷ local ${fmt.share(by(rt, "shared").cpuX)}`;
     }).join("\n");
@@ -81,7 +81,7 @@ function render({ checks, cases, runtimes, rounds, runs, env, version }) {
     "# Part 7 — limits shared through Redis",
     "",
     `A real redis-server ${version} on 127.0.0.1, started by the runner (persistence off), pinned to core 0 with the load generator; the servers and the in-process bench on core 1. ` +
-      "The machine was shared with other work while this ran: absolute figures are noisy, the ratios inside a round are the figures to read.",
+      "Absolute figures move with the machine's speed from run to run: the ratios inside a round are the figures to read.",
     "",
     envBlock(env, `node-redis ${pkg("redis")} is the client of every Redis subject (one connection each process).`),
     "",
@@ -89,7 +89,9 @@ function render({ checks, cases, runtimes, rounds, runs, env, version }) {
     "",
     `Each subject in turn, interleaved round by round (${rounds} rounds in one process per runtime; medians over rounds). ` +
       `"p50 / p99": ${fmt.int(p.SERIAL)} checks of one hot key one after another (limit out of reach), each timed alone, µs. ` +
-      `"checks/s": ${fmt.int(p.PIPELINED)} checks with ${p.CONCURRENT} in flight (the client pipelines them on its one connection). ` +
+      `"checks/s": ${fmt.int(p.PIPELINED)} checks with ${p.CONCURRENT} in flight (the client pipelines them on its one connection); ` +
+      `over those checks, the CPU a check took in the bench's process ("client": the limiter and node-redis, process.cpuUsage, every thread) and in Redis ("Redis": its whole process, INFO cpu; "scripts": its EVAL/EVALSHA calls alone, INFO commandstats) — ` +
+      `with client and Redis on two cores and one connection, each pipelined batch waits for the client, then for Redis, so a check's time is about the sum of the two. ` +
       `"flood": one key over its limit (${p.FLOOD_LIMIT} per ${p.WINDOW_MS / 1000} s) checked ${fmt.int(p.FLOOD)} times by 16 concurrent callers; ` +
       `"round-trips" are the commands clients sent (script calls and any other command, from INFO commandstats), "commands" adds those the scripts ran inside Redis.`,
     "",
@@ -102,9 +104,9 @@ function render({ checks, cases, runtimes, rounds, runs, env, version }) {
     // Ratios to the peer are taken round by round (both ran in the same round), then the median.
     const vsPeer = (r, key) => median(r[key].map((v, i) => v / peer[key][i]));
     out.push(table(
-      ["subject", "p50 µs", "p99 µs", "p50 ÷ in memory", "p50 ÷ RateLimiterRedis", "checks/s (64 in flight)", "checks/s ÷ RateLimiterRedis", "failed checks", "flood: allowed", "flood: round-trips", "flood: commands"],
+      ["subject", "p50 µs", "p99 µs", "p50 ÷ in memory", "p50 ÷ RateLimiterRedis", "checks/s (64 in flight)", "checks/s ÷ RateLimiterRedis", "CPU µs a check: client", "Redis", "scripts", "failed checks", "flood: allowed", "flood: round-trips", "flood: commands"],
       c.rows.map((r) => [r.name, fmt.us(r.p50), fmt.us(r.p99), fmt.share(r.p50 / mem.p50), r === mem ? "—" : fmt.share(vsPeer(r, "p50Us")), fmt.int(r.checksPerSecond), r === mem ? "—" : fmt.share(vsPeer(r, "checksPerS")),
-        fmt.int(r.failedTotal), r.allowed === null ? "—" : fmt.int(r.allowed), r.trips === null ? "—" : fmt.int(r.trips), r.calls === null ? "—" : fmt.int(r.calls)]),
+        fmt.us(r.client), r.redisCpu === null ? "—" : fmt.us(r.redisCpu), r.script === null ? "—" : fmt.us(r.script), fmt.int(r.failedTotal), r.allowed === null ? "—" : fmt.int(r.allowed), r.trips === null ? "—" : fmt.int(r.trips), r.calls === null ? "—" : fmt.int(r.calls)]),
     ), "");
     const on = c.rows.find((r) => r.name === "serve-hygiene fixed window in Redis");
     const off = c.rows.find((r) => r.name === "serve-hygiene fixed window in Redis, denied-key cache off");

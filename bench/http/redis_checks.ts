@@ -2,11 +2,14 @@
 // the same check in memory, and rate-limiter-flexible's RateLimiterRedis on the same Redis.
 //   REDIS_PORT=6379 <runtime> bench/http/redis_checks.ts [rounds]
 // Per round, every subject in turn (interleaved round by round, so drift in machine load hits
-// all alike):
+// all alike; every other round in reverse order):
 //   serial     SERIAL checks one after another on a hot key (limit out of reach), each timed
 //              alone: p50 and p99 in µs;
 //   pipelined  CONCURRENT checks kept in flight until PIPELINED are done: checks per second
-//              (one connection: the client pipelines concurrent commands);
+//              (one connection: the client pipelines concurrent commands), and where a
+//              check's CPU went: this process's (process.cpuUsage: the client library and
+//              the limiter), Redis's (INFO cpu: the whole server process) and, of that, its
+//              script calls' (INFO commandstats: the usec of EVAL and EVALSHA);
 //   flood      one abusive key (limit FLOOD_LIMIT per minute) checked FLOOD times by 16
 //              concurrent callers: Redis commands run (INFO commandstats, before and after),
 //              with and without the local denied-key cache (rate-limiter-flexible: with and
@@ -63,6 +66,21 @@ async function commands(): Promise<{ calls: number; trips: number }> {
   return { calls, trips };
 }
 
+/** Redis's CPU so far (INFO cpu) and its script calls' share of it (INFO commandstats), in µs. */
+async function redisCpu(): Promise<{ cpuUs: number; scriptUs: number }> {
+  const info = String(await client.sendCommand(["INFO", "cpu"])) + String(await client.sendCommand(["INFO", "commandstats"]));
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, "m").exec(info)?.[1] ?? NaN);
+  let scriptUs = 0;
+  for (const m of info.matchAll(/^cmdstat_(eval|evalsha):calls=\d+,usec=(\d+)/gm)) scriptUs += Number(m[2]);
+  return { cpuUs: (field("used_cpu_user") + field("used_cpu_sys")) * 1e6, scriptUs };
+}
+
+/** This process's CPU so far (every thread), in µs. */
+const ownCpu = () => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
 const rlf = (block: boolean): Subject => ({
   name: `rate-limiter-flexible RateLimiterRedis${block ? " + inMemoryBlockOnConsumed" : ""}`,
   redis: true,
@@ -101,13 +119,17 @@ interface Row {
   p50Us: number[];
   p99Us: number[];
   checksPerS: number[];
+  /** CPU a pipelined check: this process's, Redis's whole, Redis's in script calls (µs). */
+  clientUs: number[];
+  redisUs: number[];
+  scriptUs: number[];
   /** Checks of a limit out of reach that were denied all the same (a failed or timed-out call). */
   failed: number[];
   floodTrips: number[];
   floodCalls: number[];
   floodAllowed: number[];
 }
-const rows: Row[] = subjects.map((s) => ({ name: s.name, p50Us: [], p99Us: [], checksPerS: [], failed: [], floodTrips: [], floodCalls: [], floodAllowed: [] }));
+const rows: Row[] = subjects.map((s) => ({ name: s.name, p50Us: [], p99Us: [], checksPerS: [], clientUs: [], redisUs: [], scriptUs: [], failed: [], floodTrips: [], floodCalls: [], floodAllowed: [] }));
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
@@ -141,16 +163,27 @@ async function concurrent(check: Check, key: string, total: number, width: numbe
 // window lasts a minute).
 const RUN = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
 for (let round = 1; round <= ROUNDS; round++) {
-  for (const [i, s] of subjects.entries()) {
+  // Odd rounds in the order listed, even ones in reverse: each subject follows a different one
+  // in turn (the first Redis subject of a round read a few µs dearer on the client).
+  const order = [...subjects.entries()];
+  for (const [i, s] of round % 2 === 1 ? order : order.reverse()) {
     const row = rows[i]!;
     const hot = await s.make(OUT_OF_REACH, WINDOW_MS, `${RUN}r${round}s${i}`);
     await serial(hot); // warm-up: scripts loaded, code compiled
     const [p50, p99] = await serial(hot);
     row.p50Us.push(p50);
     row.p99Us.push(p99);
+    const redis0 = s.redis ? await redisCpu() : undefined;
+    const cpu0 = ownCpu();
     const t0 = performance.now();
     const admitted = await concurrent(hot, "piped", PIPELINED, CONCURRENT);
     row.checksPerS.push(PIPELINED / ((performance.now() - t0) / 1000));
+    row.clientUs.push((ownCpu() - cpu0) / PIPELINED);
+    if (redis0 !== undefined) {
+      const redis1 = await redisCpu();
+      row.redisUs.push((redis1.cpuUs - redis0.cpuUs) / PIPELINED);
+      row.scriptUs.push((redis1.scriptUs - redis0.scriptUs) / PIPELINED);
+    }
     row.failed.push(PIPELINED - admitted);
     if (s.redis) {
       const flood = await s.make(FLOOD_LIMIT, WINDOW_MS, `${RUN}f${round}s${i}`);
@@ -160,7 +193,8 @@ for (let round = 1; round <= ROUNDS; round++) {
       row.floodTrips.push(after.trips - before.trips);
       row.floodCalls.push(after.calls - before.calls);
     }
-    console.error(`round ${round} ${s.name}: p50 ${p50.toFixed(1)} µs, p99 ${p99.toFixed(1)} µs, ${row.checksPerS.at(-1)!.toFixed(0)} checks/s${row.failed.at(-1) ? ` (${row.failed.at(-1)} failed)` : ""}` +
+    console.error(`round ${round} ${s.name}: p50 ${p50.toFixed(1)} µs, p99 ${p99.toFixed(1)} µs, ${row.checksPerS.at(-1)!.toFixed(0)} checks/s${row.failed.at(-1) ? ` (${row.failed.at(-1)} failed)` : ""}, CPU a check: client ${row.clientUs.at(-1)!.toFixed(1)} µs` +
+      (s.redis ? `, Redis ${row.redisUs.at(-1)!.toFixed(1)} µs (scripts ${row.scriptUs.at(-1)!.toFixed(1)})` : "") +
       (s.redis ? `, flood: ${row.floodTrips.at(-1)} round-trips (${row.floodCalls.at(-1)} commands with those inside scripts), ${row.floodAllowed.at(-1)} allowed` : ""));
   }
 }
@@ -170,7 +204,7 @@ console.log(`RESULT ${JSON.stringify({
   runtime: runtimeName(),
   rounds: ROUNDS,
   params: { SERIAL, CONCURRENT, PIPELINED, FLOOD, FLOOD_LIMIT, WINDOW_MS },
-  rows: rows.map((r) => ({ ...r, failedTotal: r.failed.reduce((a, b) => a + b, 0), p50: med(r.p50Us), p99: med(r.p99Us), checksPerSecond: med(r.checksPerS), trips: med(r.floodTrips), calls: med(r.floodCalls), allowed: med(r.floodAllowed) })),
+  rows: rows.map((r) => ({ ...r, failedTotal: r.failed.reduce((a, b) => a + b, 0), p50: med(r.p50Us), p99: med(r.p99Us), checksPerSecond: med(r.checksPerS), client: med(r.clientUs), redisCpu: med(r.redisUs), script: med(r.scriptUs), trips: med(r.floodTrips), calls: med(r.floodCalls), allowed: med(r.floodAllowed) })),
 })}`);
 await client.close();
 process.exit(0);
