@@ -334,7 +334,7 @@ export function environment(gen) {
     }
   };
   return {
-    machine: `${cpu}, ${spawnSync("nproc", { encoding: "utf8" }).stdout.trim()} cores, ${mem} GiB, ${v("uname", ["-sr"])}`,
+    machine: `${cpu}, ${spawnSync("nproc", ["--all"], { encoding: "utf8" }).stdout.trim()} cores, ${mem} GiB, ${v("uname", ["-sr"])}`,
     node: process.version.slice(1),
     deno: v(bin("deno"), ["-V"]).replace(/^deno /, ""),
     bun: v(bin("bun"), ["-v"]),

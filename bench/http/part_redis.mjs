@@ -91,7 +91,7 @@ function render({ checks, cases, runtimes, rounds, runs, env, version }) {
       `"p50 / p99": ${fmt.int(p.SERIAL)} checks of one hot key one after another (limit out of reach), each timed alone, µs. ` +
       `"checks/s": ${fmt.int(p.PIPELINED)} checks with ${p.CONCURRENT} in flight (the client pipelines them on its one connection); ` +
       `over those checks, the CPU a check took in the bench's process ("client": the limiter and node-redis, process.cpuUsage, every thread) and in Redis ("Redis": its whole process, INFO cpu; "scripts": its EVAL/EVALSHA calls alone, INFO commandstats) — ` +
-      `with client and Redis on two cores and one connection, each pipelined batch waits for the client, then for Redis, so a check's time is about the sum of the two. ` +
+      `with client and Redis on two cores and one connection, each pipelined batch waits for the client, then for Redis, so a check's time is roughly the sum of the two. ` +
       `"flood": one key over its limit (${p.FLOOD_LIMIT} per ${p.WINDOW_MS / 1000} s) checked ${fmt.int(p.FLOOD)} times by 16 concurrent callers; ` +
       `"round-trips" are the commands clients sent (script calls and any other command, from INFO commandstats), "commands" adds those the scripts ran inside Redis.`,
     "",

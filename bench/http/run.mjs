@@ -24,7 +24,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { baselineTree, busyOthers, compileForNode, describeCurrent, detectLoadGenerator, endChildren, environment, quiet, root } from "./_lib.mjs";
+import { baselineTree, busyOthers, compileForNode, describeCurrent, detectLoadGenerator, endChildren, environment, LOAD_CORE, quiet, root } from "./_lib.mjs";
 import { hotPath } from "./part_hot.mjs";
 import { overload } from "./part_overload.mjs";
 import { step } from "./part_step.mjs";
@@ -62,6 +62,11 @@ const opts = {
   ...(flag("slices") === undefined ? {} : { slices: Number(flag("slices")) }),
 };
 if (opts.runs < 1) throw new Error("--runs must be at least 1");
+// The runner itself — its samplers (each server's /proc/<pid>/stat, the accept queue in
+// /proc/net/tcp every 250 ms), reading wrk's output — runs on the load generator's core, every
+// thread of it, so that it takes nothing of the server's core (since 6 December 2026; unpinned
+// before). Children it starts without taskset (tsc) inherit it.
+spawnSync("taskset", ["-a", "-p", "-c", LOAD_CORE, String(process.pid)], { stdio: "ignore" });
 if (opts.slices !== undefined && !(Number.isInteger(opts.slices) && opts.slices >= 1)) throw new Error("--slices must be a whole number, at least 1");
 
 // --quick figures are not results: they go to a temporary directory, never over bench/results.
