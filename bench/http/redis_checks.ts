@@ -52,27 +52,28 @@ await client.connect();
  * every command, those a script runs inside Redis included; `trips` counts the commands
  * clients sent — each check of both libraries is one script call (EVAL or EVALSHA), so the
  * round-trips are the script calls plus any other command sent directly (SCRIPT LOAD, …),
- * i.e. every command that is not one a script calls.
+ * i.e. every command that is not one a script calls; `scriptUs` is the time Redis spent in
+ * EVAL and EVALSHA calls, in µs.
  */
-async function commands(): Promise<{ calls: number; trips: number }> {
+async function commands(): Promise<{ calls: number; trips: number; scriptUs: number }> {
   const info = String(await client.sendCommand(["INFO", "commandstats"]));
   let calls = 0;
   let trips = 0;
-  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+  let scriptUs = 0;
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
     if (m[1] === "info") continue;
     calls += Number(m[2]);
     if (/^(eval|evalsha|eval_ro|evalsha_ro|fcall|fcall_ro|ping|script(\|.*)?)$/.test(m[1]!)) trips += Number(m[2]);
+    if (m[1] === "eval" || m[1] === "evalsha") scriptUs += Number(m[3]);
   }
-  return { calls, trips };
+  return { calls, trips, scriptUs };
 }
 
-/** Redis's CPU so far (INFO cpu) and its script calls' share of it (INFO commandstats), in µs. */
+/** Redis's CPU so far (INFO cpu) and its script calls' share of it, in µs. */
 async function redisCpu(): Promise<{ cpuUs: number; scriptUs: number }> {
-  const info = String(await client.sendCommand(["INFO", "cpu"])) + String(await client.sendCommand(["INFO", "commandstats"]));
+  const info = String(await client.sendCommand(["INFO", "cpu"]));
   const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, "m").exec(info)?.[1] ?? NaN);
-  let scriptUs = 0;
-  for (const m of info.matchAll(/^cmdstat_(eval|evalsha):calls=\d+,usec=(\d+)/gm)) scriptUs += Number(m[2]);
-  return { cpuUs: (field("used_cpu_user") + field("used_cpu_sys")) * 1e6, scriptUs };
+  return { cpuUs: (field("used_cpu_user") + field("used_cpu_sys")) * 1e6, scriptUs: (await commands()).scriptUs };
 }
 
 /** This process's CPU so far (every thread), in µs. */

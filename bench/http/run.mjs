@@ -62,12 +62,12 @@ const opts = {
   ...(flag("slices") === undefined ? {} : { slices: Number(flag("slices")) }),
 };
 if (opts.runs < 1) throw new Error("--runs must be at least 1");
+if (opts.slices !== undefined && !(Number.isInteger(opts.slices) && opts.slices >= 1)) throw new Error("--slices must be a whole number, at least 1");
 // The runner itself — its samplers (each server's /proc/<pid>/stat, the accept queue in
 // /proc/net/tcp every 250 ms), reading wrk's output — runs on the load generator's core, every
 // thread of it, so that it takes nothing of the server's core (since 6 December 2026; unpinned
 // before). Children it starts without taskset (tsc) inherit it.
 spawnSync("taskset", ["-a", "-p", "-c", LOAD_CORE, String(process.pid)], { stdio: "ignore" });
-if (opts.slices !== undefined && !(Number.isInteger(opts.slices) && opts.slices >= 1)) throw new Error("--slices must be a whole number, at least 1");
 
 // --quick figures are not results: they go to a temporary directory, never over bench/results.
 const results = quick ? join(tmpdir(), "serve-hygiene-bench-quick") : join(root, "bench", "results");
