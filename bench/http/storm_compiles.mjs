@@ -7,9 +7,8 @@
 // the script prints the optimizations completed before the window and inside it, with their
 // compile time (V8's own figures), and the functions that took the most inside it.
 //   node bench/http/storm_compiles.mjs <variant> [limit|-]     e.g. `lib -`, `cap-work -`
-// Node only; run `npm run bench:http -- overload --quick --runtimes=node` (or probe.mjs) first
-// if the tsc build in node_modules/.cache is missing. The server is one this script started,
-// ended by its PID.
+// Node only (the servers are built with tsc first, as run.mjs builds them). The server is one
+// this script started, ended by its PID.
 import { compileForNode, detectLoadGenerator, load, sleep, startServer, stopServer } from "./_lib.mjs";
 
 const [variant, limit = "-"] = process.argv.slice(2);
