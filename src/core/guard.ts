@@ -77,7 +77,21 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const sinks = [o.onEvent, o.onDeny === undefined ? undefined : (e: { type: string }) => e.type === "deny" && o.onDeny!(e as DenyEvent)];
   const sink: EventSink = (event) => _emit(sinks, event);
   const reporting = o.onEvent !== undefined || o.onDeny !== undefined;
-  const onError = o.onError ?? ((error: unknown) => log({ level: "error", msg: "handler failed", error }));
+  // The hook is the user's: one that throws must not leave the request unanswered (its 500 is
+  // still sent), so its failure is logged, as a broken event sink's is swallowed (_emit.ts).
+  const hook = o.onError;
+  const onError = (error: unknown, request: Request): void => {
+    try {
+      if (hook === undefined) log({ level: "error", msg: "handler failed", error });
+      else hook(error, request);
+    } catch (failure) {
+      try {
+        log({ level: "error", msg: "onError hook failed", error: failure });
+      } catch {
+        // A broken logger must never turn an answer into a crash.
+      }
+    }
+  };
   const { concurrency, memory, load } = _processGates(what, o, config, clock, host);
   const deadlines = createDeadlineWheel({ clock });
   const shutdown = o.shutdown?.signal;
@@ -218,7 +232,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
           a.abandon(reason);
           // Where the runtime still waits for this request's answer, it gets one and the
           // connection closes, instead of hanging until the process ends.
-          a.answer(refuse("draining", FORCED));
+          if (a.sentStatus === undefined) a.answer(refuse("draining", FORCED));
         }
         longLived.force(reason);
       },

@@ -61,7 +61,10 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
   stopping?: { readonly signal: AbortSignal };
   /** The audit hook: every refusal, with its layer and reason. */
   onDeny?: (event: DenyEvent) => void;
-  /** A handler's error (the client only ever sees a generic 500). @default logged */
+  /**
+   * A handler's error (the client only ever sees a generic 500). A hook that throws is logged;
+   * the answer is still the 500. @default logged
+   */
   onError?: (error: unknown, request: Request) => void;
   /** The metrics sink: deny, request and fault events. */
   onEvent?: EventSink;

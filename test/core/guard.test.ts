@@ -81,6 +81,32 @@ describe("guard: concurrency", () => {
     assert.deepEqual(errors, [boom, boom]);
   });
 
+  test("guard: an onError hook that throws is logged; the request is still answered 500 and its permit freed", async () => {
+    const logged: unknown[] = [];
+    const guard = createGuard({
+      clock: createManualClock(),
+      concurrencyLimit: 1,
+      log: (record) => void logged.push(record),
+      onError: () => {
+        throw new Error("hook down");
+      },
+    });
+    const boom = new Error("handler bug");
+    // A synchronous throw, a rejection, and a value that is not a Response.
+    const handlers = [() => { throw boom; }, () => Promise.reject(boom), () => "not a Response" as unknown as Response];
+    for (const handler of handlers) {
+      const res = await guard.wrap(handler)(GET());
+      assert.equal(res.status, 500);
+      assert.equal(guard.inFlight, 0);
+    }
+    assert.deepEqual(logged.map((r) => [(r as { msg: string }).msg, ((r as { error: Error }).error).message]), [
+      ["onError hook failed", "hook down"],
+      ["onError hook failed", "hook down"],
+      ["onError hook failed", "hook down"],
+    ]);
+    guard.dispose();
+  });
+
   test("guard: a shed wait lets a request take the next free permit, and sheds it when the wait runs out", async () => {
     const { guard, clock } = setup({ concurrencyLimit: 1, shedWaitMs: 100 });
     const gate = deferred();
@@ -664,6 +690,60 @@ describe("guard: abandoned requests", () => {
     assert.deepEqual(ran, ["slow:TimeoutError"]);
   });
 
+  test("guard: a cleanup registered after the request was abandoned runs at once (client gone, 408), after it settled never", async () => {
+    const { guard, clock } = setup({ requestTimeoutMs: 100 });
+    const ran: string[] = [];
+    // The client left before the handler registered its cleanup.
+    const client = new AbortController();
+    client.abort(new Error("client left"));
+    const gone = guard.wrap(async (_r, { context }) => {
+      context.onAbandon((reason) => void ran.push(`gone:${(reason as DOMException).name}`));
+      return new Response("late");
+    });
+    await gone(new Request("http://localhost/", { signal: client.signal }));
+    assert.deepEqual(ran, ["gone:AbortError"]);
+    // The deadline answered 408 while the handler ran; its first cleanup comes after.
+    const gate = deferred();
+    const registered = deferred();
+    const straggler = guard.wrap(async (_r, { context }) => {
+      await gate.promise;
+      context.onAbandon((reason) => void ran.push(`straggler:${(reason as DOMException).name}`));
+      registered.resolve();
+      return new Response("late");
+    });
+    const pending = straggler(GET());
+    await flushMicrotasks();
+    clock.advance(120);
+    assert.equal((await pending).status, 408);
+    gate.resolve();
+    await registered.promise;
+    assert.deepEqual(ran, ["gone:AbortError", "straggler:TimeoutError"]);
+    // A request that was never abandoned: a first cleanup after its handler settled is dropped.
+    let done: RequestContext | undefined;
+    const quick = guard.wrap((_r, { context }) => ((done = context), new Response("ok")));
+    assert.equal((await quick(GET())).status, 200);
+    done!.onAbandon(() => void ran.push("after settle"));
+    guard.work.abortAll(new DOMException("drain over", "AbortError"));
+    clock.advance(1000);
+    await flushMicrotasks();
+    assert.deepEqual(ran, ["gone:AbortError", "straggler:TimeoutError"]);
+  });
+
+  test("guard: a forced drain after a 408 reports no refusal for a request already answered", async () => {
+    const { guard, clock, denials, events } = setup({ requestTimeoutMs: 100 });
+    const gate = deferred();
+    const fetch = guard.wrap(async () => (await gate.promise, new Response("late")));
+    const pending = fetch(GET());
+    await flushMicrotasks();
+    clock.advance(120);
+    assert.equal((await pending).status, 408);
+    guard.work.abortAll(new DOMException("drain over", "AbortError"));
+    gate.resolve();
+    await flushMicrotasks();
+    assert.deepEqual(denials.map((d) => [d.layer, d.status]), [["timeout", 408]]);
+    assert.deepEqual(events.filter((e) => e.type === "request").map((e) => e.type === "request" && [e.status, e.outcome]), [[408, "timeout"]]);
+  });
+
   test("guard: a forced drain (work.abortAll) fires every in-flight signal and cleanup; the drain then sees idle", async () => {
     const { guard } = setup({ requestTimeoutMs: Infinity, concurrencyLimit: 64 });
     const ran: unknown[] = [];
@@ -1153,6 +1233,20 @@ describe("guard: the request path as one list", () => {
     const res = await fetch(req);
     assert.equal(await res.text(), "hello");
     assert.equal(seen, req);
+  });
+
+  test("body cap: a handler lowering the cap under a small body's declared length fails its read, though no cap watched the body", async () => {
+    const { guard, denials } = setup({ requestTimeoutMs: Infinity });
+    let read = "";
+    const fetch = guard.wrap(async (request, { context }) => {
+      context.bodyLimitBytes = 10;
+      read = await request.text().then((text) => `read ${text.length} bytes`, (error: Error) => `failed: ${error.name}`);
+      return new Response("stored");
+    });
+    const res = await fetch(post("x".repeat(1000), { "content-length": "1000" }));
+    assert.equal(res.status, 413);
+    assert.equal(read, "failed: TypeError", "the request's own body was cancelled: nothing of it reached the handler");
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason]), [["body", "over-cap"]]);
   });
 
   test("request context: the handler gets a view with exactly the public fields; writing an internal name on it changes nothing in the guard", async () => {

@@ -62,6 +62,8 @@ export class _Admission {
    * (a synchronous answer cannot outlive its deadline, so it never costs a timer).
    */
   timed = false;
+  /** The status of the answer given (a 408, a forced drain's 503, or the handler's own), once given. */
+  sentStatus: number | undefined = undefined;
   /** Resolves the guard's answer; set when the handler starts. */
   resolve: ((res: Response | undefined) => void) | undefined = undefined;
   /**
@@ -79,7 +81,6 @@ export class _Admission {
   /** What the gates handed out (at most a per-key slot, then a permit), released last first, once. */
   #first: Disposable | undefined = undefined;
   #second: Disposable | undefined = undefined;
-  #answered = false;
   #bodyLimit: number | undefined = undefined;
   /** The cap applied before the handler ran: the handler may lower it, never raise it. */
   #bodyLimitBefore: number | undefined = undefined;
@@ -158,7 +159,12 @@ export class _Admission {
     if (bytes !== undefined && declared !== undefined && declared > bytes && !this.overflowed) {
       // Refused as the guard would have refused it upfront: any read fails, the answer is 413.
       this.overflowed = true;
-      this.failBody?.(new BodyTooLargeError(bytes));
+      const error = new BodyTooLargeError(bytes);
+      if (this.failBody !== undefined) this.failBody(error);
+      // The runtime's own body, handed on uncounted (body_cap.ts: a small one that no cap or
+      // deadline watches): cancelled unless a read has it already, so reading it fails (or,
+      // through a reader of its own, finds it ended) rather than hand over what the cap refused.
+      else if (this.body?.locked === false) this.body.cancel(error).catch(() => {});
     }
   }
 
@@ -196,8 +202,16 @@ export class _Admission {
   }
 
   onAbandon(cleanup: (reason: unknown) => void | Promise<void>): () => void {
+    if (this.#cleanups === undefined) {
+      // The list is made on the first cleanup: it starts in the request's state, so one added
+      // after a 408, a forced drain or the client leaving runs at once, and one added after
+      // the handler settled is dropped.
+      const list = (this.#cleanups = this.#host.newCleanups());
+      if (this.settled) list.complete();
+      else if (this.abandonedBy !== undefined) list.abandon(this.abandonedBy);
+    }
     this.watchClient();
-    return (this.#cleanups ??= this.#host.newCleanups()).add(cleanup);
+    return this.#cleanups.add(cleanup);
   }
 
   /** A route-level refusal of this request, reported through the guard's sinks. */
@@ -241,8 +255,8 @@ export class _Admission {
 
   /** Answers the client, once; returns whether this call did. */
   answer(res: Response): boolean {
-    if (this.#answered || this.resolve === undefined) return false;
-    this.#answered = true;
+    if (this.sentStatus !== undefined || this.resolve === undefined) return false;
+    this.sentStatus = res.status;
     if (this.delivery === undefined) this.resolve(res);
     else {
       this.delivery.deliver(res, this.info);

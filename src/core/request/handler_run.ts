@@ -66,7 +66,7 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
   let stragglers = 0;
 
   const onDeadline = (a: _Admission) => {
-    if (a.settled) return;
+    if (a.settled || a.sentStatus !== undefined) return;
     a.abandon(TIMEOUT());
     // A 408 ends its connection (RFC 9110 §15.5.9); with a body that may still be arriving,
     // even where the runtime would read it to its end (Deno).
@@ -79,14 +79,15 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
   // Deadlines are armed at the first tick that finds the handler still running (_lazy_arming.ts).
   const arming = _lazyArming(live, clock, onDeadline);
 
+  // The status reported is the one sent: a 408 or a forced drain's 503 given while the handler
+  // ran, else the answer made of its result (`status`).
   const report = (a: _Admission, status: number, outcome: "ok" | "error") => {
     if (onEvent === undefined) return;
-    const timedOut = a.straggling;
     _emit(eventSinks, {
       type: "request",
-      status: timedOut ? 408 : status,
+      status: a.sentStatus ?? status,
       durationMs: clock.now() - a.startedAt,
-      outcome: timedOut ? "timeout" : outcome,
+      outcome: a.straggling ? "timeout" : outcome,
     });
   };
 
@@ -98,6 +99,16 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
     a.finish(completed);
     live.delete(a);
     longLived.settled(a);
+  };
+
+  // A handler that settled after its request was answered (a 408, a forced drain's 503): its
+  // result is dropped, and no answer is made of it (no refusal reported for an answer never sent).
+  // A failure then is the expected reaction to the aborted signal; a value not a Response is a bug.
+  const late = (a: _Admission, res: unknown, failed: boolean): void => {
+    settle(a);
+    if (res instanceof Response) res.body?.cancel().catch(() => {});
+    else if (!failed) onError(new TypeError("The handler did not return a Response"), a.request);
+    report(a, 0, res instanceof Response ? "ok" : "error");
   };
 
   // What the handler's settled value becomes (the handler's answer, a 413, or a 500).
@@ -116,7 +127,7 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
       onError(new TypeError("The handler did not return a Response"), a.request);
       out = _refusalResponse(500);
     }
-    report(a, res instanceof Response ? res.status : 500, "ok");
+    report(a, out.status, res instanceof Response ? "ok" : "error");
     return out;
   };
   const failure = (a: _Admission, error: unknown): Response => {
@@ -147,11 +158,11 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
       a.resolve = resolve as (res: Response | undefined) => void;
       Promise.resolve(result).then(
         (res) => {
-          const out = outcome(a, delivery === undefined ? res : delivery.read(a.info));
-          // Already answered (408, or a forced drain's 503): nobody will read this body.
-          if (!a.answer(out)) out.body?.cancel().catch(() => {});
+          const value = delivery === undefined ? res : delivery.read(a.info);
+          if (a.sentStatus === undefined) a.answer(outcome(a, value));
+          else late(a, value, false);
         },
-        (error: unknown) => void a.answer(failure(a, error)),
+        (error: unknown) => void (a.sentStatus === undefined ? a.answer(failure(a, error)) : late(a, undefined, true)),
       );
     });
   };

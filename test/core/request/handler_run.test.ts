@@ -82,7 +82,7 @@ describe("handler run", () => {
     assert.deepEqual(second.given, { completed: 0, disposed: 1 });
     assert.equal(errors[0], boom);
     assert.ok(errors[1] instanceof TypeError);
-    assert.deepEqual(events.map((e) => e.type === "request" && [e.status, e.outcome]), [[500, "error"], [500, "ok"]]);
+    assert.deepEqual(events.map((e) => e.type === "request" && [e.status, e.outcome]), [[500, "error"], [500, "error"]]);
     run.dispose();
   });
 
@@ -128,14 +128,43 @@ describe("handler run", () => {
     run.dispose();
   });
 
-  test("a request whose body passed its cap is answered 413 whatever the handler says", () => {
-    const { run, admit, refused } = setup();
+  test("a request whose body passed its cap is answered 413 whatever the handler says, and reported as the 413 sent", () => {
+    const { run, admit, refused, events } = setup();
     const { a, given } = admit();
     a.overflowed = true;
     const answer = run.run(() => new Response("ignored"), a, false);
     assert.equal((answer as Response).status, 413);
     assert.deepEqual(refused, [{ layer: "body", status: 413 }]);
     assert.deepEqual(given, { completed: 1, disposed: 0 });
+    assert.deepEqual(events.map((e) => e.type === "request" && [e.status, e.outcome]), [[413, "ok"]]);
+    run.dispose();
+  });
+
+  test("after a 408, the handler's late result makes no answer: no refusal is reported for it, whatever it is", async () => {
+    const { clock, run, admit, refused, events, errors } = setup();
+    const settleWith: ((finish: { resolve: (res: Response) => void; reject: (e: unknown) => void }) => void)[] = [
+      // its body passed the cap meanwhile: no 413 is made (nor reported) for a request answered 408
+      ({ resolve }) => resolve(new Response("late")),
+      ({ reject }) => reject(new Error("aborted by the deadline")),
+      ({ resolve }) => resolve("not a Response" as unknown as Response),
+    ];
+    for (const settle of settleWith) {
+      const { a, given } = admit();
+      let finish!: { resolve: (res: Response) => void; reject: (e: unknown) => void };
+      a.timed = true;
+      const answer = run.run(() => new Promise<Response>((resolve, reject) => (finish = { resolve, reject })), a, false);
+      clock.advance(1000);
+      await flushMicrotasks();
+      assert.equal((await answer).status, 408);
+      a.overflowed = true;
+      settle(finish);
+      await flushMicrotasks();
+      assert.deepEqual(given, { completed: 0, disposed: 1 });
+    }
+    assert.deepEqual(refused, [{ layer: "timeout", status: 408 }, { layer: "timeout", status: 408 }, { layer: "timeout", status: 408 }]);
+    assert.deepEqual(events.map((e) => e.type === "request" && [e.status, e.outcome]), [[408, "timeout"], [408, "timeout"], [408, "timeout"]]);
+    assert.equal(errors.length, 1, "a rejection after the 408 is the expected reaction to the signal; a value not a Response is logged");
+    assert.ok(errors[0] instanceof TypeError);
     run.dispose();
   });
 
