@@ -124,16 +124,29 @@ function _isPort(s: string, from: number): boolean {
   return port <= 65535;
 }
 
+/** A node's port as RFC 7239 writes it: a number, or an obfuscated one (`_` + ALPHA / DIGIT / "." / "_" / "-"). */
+function _isNodePort(s: string, from: number): boolean {
+  if (s.charCodeAt(from) !== 95) return _isPort(s, from);
+  if (from + 1 >= s.length) return false;
+  for (let i = from + 1; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    const ok = (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 46 || c === 95 || c === 45;
+    if (!ok) return false;
+  }
+  return true;
+}
+
 /**
  * A network node as proxies and transports write it: `1.2.3.4`, `1.2.3.4:80`, `2001:db8::1`,
- * `[2001:db8::1]`, `[2001:db8::1]:80`, with surrounding whitespace. Anything else
+ * `[2001:db8::1]`, `[2001:db8::1]:80`, with surrounding whitespace; the port may be an
+ * obfuscated one (`1.2.3.4:_conn7`, RFC 7239 §6.3): the address is what counts. Anything else
  * ("unknown", "_hidden", garbage) is undefined.
  */
 export function _parseNode(raw: string): _Ip | undefined {
   const s = raw.trim();
   if (s.charCodeAt(0) === 91) {
     const close = s.indexOf("]");
-    if (close === -1 || (close + 1 < s.length && !(s.charCodeAt(close + 1) === 58 && _isPort(s, close + 2)))) {
+    if (close === -1 || (close + 1 < s.length && !(s.charCodeAt(close + 1) === 58 && _isNodePort(s, close + 2)))) {
       return undefined;
     }
     const v6 = _parseV6(s.slice(1, close));
@@ -141,7 +154,7 @@ export function _parseNode(raw: string): _Ip | undefined {
   }
   const colon = s.indexOf(":");
   if (colon !== -1 && colon === s.lastIndexOf(":")) {
-    const v4 = _isPort(s, colon + 1) ? _parseV4(s, 0, colon) : -1;
+    const v4 = _isNodePort(s, colon + 1) ? _parseV4(s, 0, colon) : -1;
     return v4 >= 0 ? v4 : undefined;
   }
   return _parseIp(s);

@@ -45,7 +45,7 @@ function _invalidCidr(value: unknown): Error {
   return addressOk ? new RangeError(message) : new TypeError(message);
 }
 
-/** The `for=` value of each element of a `Forwarded` header, left to right; null where absent or broken. */
+/** The `for=` value of each element of `value` (a `Forwarded` header, or one element of it), left to right; null where absent or broken. */
 function _forwardedFors(value: string): (string | null)[] {
   const fors: (string | null)[] = [];
   let current: string | null = null;
@@ -82,6 +82,34 @@ function _forwardedFors(value: string): (string | null)[] {
     }
     i++;
   }
+}
+
+/**
+ * The `for=` value of each element of a `Forwarded` header, right to left; null where absent
+ * or broken. The elements are split from the right, so the ones the trusted proxies appended
+ * are read as they wrote them: whatever a client wrote to their left (an unterminated quote
+ * that would run on over them, left to right) can only break its own elements.
+ */
+function _forwardedForsFromRight(value: string): (string | null)[] {
+  const fors: (string | null)[] = [];
+  let quoted = false;
+  let end = value.length;
+  for (let i = value.length - 1; i >= -1; i--) {
+    if (i >= 0) {
+      const c = value[i];
+      if (c === '"') {
+        let slashes = 0;
+        while (i - slashes - 1 >= 0 && value[i - slashes - 1] === "\\") slashes++;
+        if (slashes % 2 === 0) quoted = !quoted; // a quote escaped inside a quoted string is text
+        continue;
+      }
+      if (c !== "," || quoted) continue;
+    }
+    const element = _forwardedFors(value.slice(i + 1, end));
+    fors.push(element.length === 1 ? element[0]! : null);
+    end = i;
+  }
+  return fors;
 }
 
 /**
@@ -171,10 +199,8 @@ export function createClientKey(options?: ClientKeyOptions): ClientKeyFunction {
     return leftmost;
   };
   const fromForwarded = (value: string): _Ip | string | undefined => {
-    const fors = _forwardedFors(value);
     let leftmost: _Ip | undefined;
-    for (let i = fors.length - 1; i >= 0; i--) {
-      const text = fors[i] ?? null;
+    for (const text of _forwardedForsFromRight(value)) {
       const ip = text === null ? undefined : _parseNode(text);
       if (ip === undefined) return derived(text);
       if (!isTrusted(ip)) return ip;

@@ -75,7 +75,28 @@ describe("client key", () => {
     assert.equal(via("for=192.0.2.60;proto=http;by=203.0.113.43"), "192.0.2.60");
     assert.equal(via('for=198.51.100.17, For="10.0.0.3";proto=https'), "198.51.100.17");
     assert.equal(via('for="a,b"; by=x, for=192.0.2.1'), "192.0.2.1", "a comma inside quotes does not split");
+    assert.equal(via('for="203.0.113.9:_conn1"'), "203.0.113.9", "an obfuscated port (RFC 7239 §6.3) is still the address's");
+    assert.equal(via('for="[2001:db8::1]:_x-1.y"'), "2001:db8::/64");
+    assert.equal(via('for="203.0.113.9:_"'), "id:203.0.113.9:_", "an obfuscated port has at least one character");
     assert.equal(key(req({ "x-forwarded-for": "203.0.113.9" }), peer("10.0.0.1")), "10.0.0.1", "the other header is not read");
+  });
+
+  test("client key: what a client writes to the left of the trusted proxies' Forwarded elements cannot change the key", () => {
+    const key = createClientKey({ trustedProxies: ["10.0.0.0/8"], proxyHeader: "forwarded" });
+    // The client's own Forwarded line, then the proxy's element for it, as the server sees the
+    // two (Headers joins repeated fields with ", "; a proxy appending to the value gives the same).
+    const via = (clientSent: string, proxyWrote = "for=203.0.113.9") => {
+      const headers = new Headers();
+      headers.append("forwarded", clientSent);
+      headers.append("forwarded", proxyWrote);
+      return key(new Request("http://example.test/", { headers }), peer("10.0.0.2"));
+    };
+    for (const forged of ['for=198.51.100.1;x="', 'for="', '"', 'for=198.51.100.1, x="a\\', "for=198.51.100.1\\", 'for=", by="']) {
+      assert.equal(via(forged), "203.0.113.9", `the client sent ${JSON.stringify(forged)}`);
+    }
+    // Through a trusted hop: the element to its left is read as its proxy wrote it (an escaped quote and a comma inside quotes).
+    assert.equal(via('for=198.51.100.1;x="', 'for=203.0.113.9, for=10.0.0.3'), "203.0.113.9");
+    assert.equal(via('x="', 'for="_a\\"b,c", for=10.0.0.3'), 'id:_a"b,c');
   });
 
   test("client key: an entry that is not an address, where the trusted chain ends, is the client: a stable derived key, never the proxy's own", () => {
