@@ -123,7 +123,8 @@ const knobs: Knob[] = [
     valid: posInt,
     build: (v) => () => createFixedWindowLimiter({ [field]: v }),
   })),
-  { name: "token bucket ratePerSecond", field: "ratePerSecond", valid: posFinite, build: (v) => () => createTokenBucketLimiter({ ratePerSecond: v as number, burst: 1 }) },
+  // A rate so small that one token takes an infinite time to refill is refused too.
+  { name: "token bucket ratePerSecond", field: "ratePerSecond", valid: (v) => posFinite(v) && Number.isFinite(1000 / (v as number)), build: (v) => () => createTokenBucketLimiter({ ratePerSecond: v as number, burst: 1 }) },
   { name: "token bucket burst", field: "burst", valid: posInt, build: (v) => () => createTokenBucketLimiter({ ratePerSecond: 1, burst: v as number }) },
   {
     name: "clientKey.ipv6Prefix (through a guard with a rate limit)",

@@ -16,12 +16,14 @@ import { _badClock, _decision } from "./_rate.ts";
 
 /**
  * A cached denial: the key is denied, for a cost of at least `cost`, until `until`; it had
- * `remaining` left when the store denied it (what a cached denial reports, as the store's did).
+ * `remaining` left when the store denied it, and its budget is whole again at `resetAt` (what a
+ * cached denial reports, as the store's did).
  */
 export interface _DeniedEntry {
   until: number;
   cost: number;
   remaining: number;
+  resetAt: number;
 }
 
 /** The parts of a shared limiter kept off its public interface. */
@@ -131,7 +133,7 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
       if (cost >= e.cost) {
         const l = m.limiter;
         const wait = e.until - now;
-        return { d: _decision(false, wait, e.remaining, l.limit, wait, l.windowMs, "over-limit"), at: i };
+        return { d: _decision(false, wait, e.remaining, l.limit, Math.max(wait, e.resetAt - now), l.windowMs, "over-limit"), at: i };
       }
     } else denied.delete(m.key);
   }
@@ -160,7 +162,7 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
       // at least: cached that long, never longer.
       const m = members[i]!;
       const denied = parts(m).denied;
-      const entry = { until: now + r.retryAfterMs, cost, remaining: r.remaining };
+      const entry = { until: now + r.retryAfterMs, cost, remaining: r.remaining, resetAt: now + r.resetMs };
       if (denied.get(m.key) !== undefined || denied.makeRoom(now)) denied.set(m.key, entry);
     }
     if (first >= 0) return { d: _result(members[first]!, a.results[first]!), at: first };

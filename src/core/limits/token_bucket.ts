@@ -3,7 +3,7 @@ import { systemClock } from "../clock.ts";
 import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _PressuredTable } from "./_pressure.ts";
-import { _options, _positiveInt, _given } from "../_validate.ts";
+import { _fail, _options, _positiveInt, _given } from "../_validate.ts";
 import {
   _ADMIT,
   _ADMITTING,
@@ -111,6 +111,8 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
   const sink = o.onEvent;
   const interval = 1000 / ratePerSecond;
   const tolerance = burst * interval;
+  // A rate so small that the burst never refills (1e-307: Infinity ms) would deny every later take as broken.
+  if (!Number.isFinite(tolerance)) _fail(what, "ratePerSecond", "large enough that the burst refills in finite time (burst × 1000 ÷ ratePerSecond ms)", ratePerSecond);
   if (o.store !== undefined) {
     return _sharedLimiter({
       what,

@@ -62,6 +62,19 @@ describe("shared limiter", () => {
     assert.equal(events.filter((e) => e.type === "deny").length, 2, "each denial is reported, cached or not");
   });
 
+  test("shared limiter: a cached denial reports the store's reset time, counted down, not the retry time", async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const limiter = createTokenBucketLimiter({ name: "api", ratePerSecond: 2, burst: 3, clock, store: createRateStore(backend, { clock }) });
+    const first = limiter.take("k");
+    backend.calls[0]!.resolve([{ allowed: false, retryAfterMs: 500, remaining: 0, resetMs: 1500 }]);
+    assert.deepEqual([(await first).retryAfterMs, (await first).resetMs], [500, 1500]);
+    clock.advance(100);
+    const cached = await settle(limiter.take("k"));
+    assert.equal(backend.calls.length, 1, "answered from the cache");
+    assert.deepEqual([cached.allowed, cached.retryAfterMs, cached.resetMs], [false, 400, 1400]);
+  });
+
   test("shared limiter: the denied-key cache is bounded, and 0 disables it", async () => {
     const { backend, limiter } = setup({ maxDeniedKeys: 2 });
     for (const key of ["a", "b", "c"]) {

@@ -79,6 +79,11 @@ describe("token bucket", () => {
       { name: "RangeError", message: 'Cannot create token bucket limiter as "ratePerSecond" must be a positive finite number: current value is 0' },
     );
     assert.throws(() => createTokenBucketLimiter({ ratePerSecond: Infinity, burst: 1 }), RangeError);
+    assert.throws(
+      () => createTokenBucketLimiter({ ratePerSecond: 1e-307, burst: 1 }),
+      /"ratePerSecond" must be large enough that the burst refills in finite time .*: current value is 1e-307/,
+    );
+    assert.throws(() => createTokenBucketLimiter({ ratePerSecond: 1e-300, burst: 2 ** 40 }), RangeError);
     assert.throws(() => createTokenBucketLimiter({ ratePerSecond: 1, burst: 1.5 }), RangeError);
     assert.throws(() => createTokenBucketLimiter({ ratePerSecond: 1 } as never), /"burst" must be a positive integer/);
   });
