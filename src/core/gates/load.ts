@@ -147,7 +147,7 @@ interface _HeldRefusals {
    * (the request's arrival); at once when `maxWaiting` are held.
    */
   hold(refusal: GateRefusal, at: number, long: boolean): GateRefusal | Promise<GateVerdict>;
-  /** Sends every held refusal now (a drain, a disposed guard). */
+  /** Sends every held refusal now, and every later one at once (a forced drain, a disposed guard). */
   sendAll(): void;
   /** Settles the next time none is held (at once if none is). */
   emptied(): Promise<void>;
@@ -158,12 +158,13 @@ interface _HeldRefusals {
 function _heldRefusals(clock: Clock, shortMs: number, longMs: number, maxWaiting: number): _HeldRefusals {
   const short = new _WaitQueue(clock, shortMs, 0);
   const long = new _WaitQueue(clock, longMs, 0);
+  let closed = false;
   return {
     get length() {
       return short.length + long.length;
     },
     hold(refusal, at, isLong) {
-      if (short.length + long.length >= maxWaiting) return refusal;
+      if (closed || short.length + long.length >= maxWaiting) return refusal;
       return new Promise<GateVerdict>((send) => {
         (isLong ? long : short).push({
           at,
@@ -173,6 +174,7 @@ function _heldRefusals(clock: Clock, shortMs: number, longMs: number, maxWaiting
       });
     },
     sendAll() {
+      closed = true;
       const now = clock.now();
       for (const q of [short, long]) for (let w = q.take(now, Infinity, true); w !== undefined; w = q.take(now, Infinity, true)) w.settle("queue-timeout");
     },

@@ -90,6 +90,9 @@ export interface AdaptiveLimit {
   stalled(): void;
 }
 
+/** What a zero baseline stands for: the resolution of the coarsest clock a Host may give (see `close`). */
+const COARSE_CLOCK_MS = 1;
+
 /** The concurrency and latency of the window where the latency first went over tolerance. */
 interface _Pressure {
   /** Mean permits in use over that window (what produced its latency; the limit may have moved). */
@@ -148,7 +151,11 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
 
   const close = (shortMs: number, inFlight: number, now: number) => {
     if (baseline === undefined || shortMs < baseline) baseline = shortMs;
-    const ratio = shortMs / baseline;
+    // A baseline of exactly 0 is a clock coarser than the work (one of whole milliseconds, or
+    // one that stands still during synchronous work, as on Cloudflare Workers): the latency is
+    // under its resolution, so the ratio is taken against one millisecond, not 0 (0 / 0 left
+    // the limit NaN, and a NaN limit refuses nothing).
+    const ratio = shortMs / (baseline > 0 ? baseline : COARSE_CLOCK_MS);
     if (ratio <= tolerance) {
       pressure = undefined;
       // Grow by the queue allowance (√limit: fast from small limits, gentle at large ones),
@@ -173,6 +180,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
         }
       }
     }
+    if (!Number.isFinite(estimate)) estimate = limit; // never: a broken figure keeps the limit where it was
     limit = Math.max(minLimit, Math.min(maxLimit, Math.floor(estimate)));
   };
 

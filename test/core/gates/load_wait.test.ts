@@ -297,7 +297,7 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
     full.guard.dispose();
   });
 
-  test("load gate: held refusals keep the guard's work from idling until they are sent; a forced drain and dispose send them at once", async () => {
+  test("load gate: held refusals keep the guard's work from idling until they are sent; a forced drain and dispose send them at once, and every later one", async () => {
     const clock = createManualClock(1000);
     const { guard, get, answered } = heldSetup(clock);
     void get("/1");
@@ -317,13 +317,22 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
     guard.work.abortAll(new Error("drain window ran out"));
     assert.equal((await forced).status, 503);
     assert.equal(guard.waitingForTurn, 0);
-
-    const disposed = get("/5");
+    const afterForced = get("/5"); // refused as before, but not held any more
     await flushMicrotasks();
-    assert.equal(guard.waitingForTurn, 1);
-    guard.dispose();
-    assert.equal((await disposed).status, 503);
+    assert.equal(answered(), 5, "sent at once");
+    assert.equal((await afterForced).status, 503);
     assert.equal(guard.waitingForTurn, 0);
+    guard.dispose();
+
+    const other = heldSetup(createManualClock(1000));
+    void other.get("/1");
+    void other.get("/2");
+    const disposed = other.get("/3");
+    await flushMicrotasks();
+    assert.equal(other.guard.waitingForTurn, 1);
+    other.guard.dispose();
+    assert.equal((await disposed).status, 503);
+    assert.equal(other.guard.waitingForTurn, 0);
   });
 
   // The probe ticks every 50 ms here (at exact times: no delay, the share stays 1), so a turn

@@ -120,6 +120,22 @@ describe("adaptive limit", () => {
     assert.equal(a.baselineMs, 5);
   });
 
+  test("adaptive limit: a clock coarser than the work (every latency 0 ms) leaves the limit a whole number in [min, max], read against 1 ms", () => {
+    const a = createAdaptiveLimit({ initialLimit: 4, minLimit: 2, maxLimit: 64, windowMs: 10, windowSamples: 1 });
+    let now = 0;
+    for (let i = 0; i < 20; i++) {
+      a.sample(0, a.limit, (now += 20));
+      assert.ok(Number.isInteger(a.limit) && a.limit >= 2 && a.limit <= 64, `window ${i}: ${a.limit}`);
+    }
+    assert.equal(a.baselineMs, 0);
+    assert.equal(a.limit, 64, "no latency measured: it grew to its max");
+    // Against a 0 baseline, 1 ms is the base: 1.2 ms is within the 1.5 tolerance, 10 ms is not.
+    for (let i = 0; i < 5; i++) a.sample(1.2, a.limit, (now += 20));
+    assert.equal(a.limit, 64);
+    for (let i = 0; i < 5; i++) a.sample(10, a.limit, (now += 20));
+    assert.ok(a.limit < 64 && a.limit >= 2 && Number.isInteger(a.limit), `backs off over tolerance: ${a.limit}`);
+  });
+
   test("adaptive limit: slow start reads its first two windows over windowMs, then windows of twice the latency (at least windowMs / 2); rampedAt marks its last doubling", () => {
     // A fresh process meeting work that waits 20 ms upstream, a request completing every ms.
     const a = createAdaptiveLimit();
