@@ -102,6 +102,7 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
   // delay new requests are still served while readiness already fails.
   const draining = new AbortController();
   let guard: Guard | undefined;
+  let server: Server | undefined;
   try {
     // `stopping` fires every request's context.shutdownSignal at the signal itself.
     guard = createGuard({ ...o, shutdown: draining, stopping: controller }, host);
@@ -113,9 +114,9 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       flushMarginMs: o.flushMarginMs,
     });
     const connections = createConnectionGate({ maxConnections: guard.config.maxConnections, onDeny: o.onDeny, onEvent: o.onEvent });
-    const server = await listen(_guardedFetch(guard, handler), { port: o.port ?? 8000, hostname: o.hostname ?? "127.0.0.1", config: guard.config, connections });
+    server = await listen(_guardedFetch(guard, handler), { port: o.port ?? 8000, hostname: o.hostname ?? "127.0.0.1", config: guard.config, connections });
     o.onListen?.(server.address);
-    const finished = runUntilDrained(server, controller, {
+    const finished = runUntilDrained(server!, controller, {
       drainTimeoutMs: guard.config.drainTimeoutMs,
       preStopDelayMs: o.preStopDelayMs,
       onDrained: o.onDrained,
@@ -151,6 +152,12 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       },
     };
   } catch (error) {
+    // Started before the failure (an onListen that threw, a bad onDrained): nothing is left listening.
+    if (server !== undefined) {
+      const started = server;
+      void Promise.resolve().then(() => started.stopAccepting()).catch(() => {});
+      void Promise.resolve().then(() => started.closeAll()).catch(() => {});
+    }
     guard?.dispose();
     if (o.controller === undefined) controller.dispose();
     throw error;

@@ -32,10 +32,11 @@ describe(`body cap over HTTP (${runtime})`, () => {
       const path = new URL(request.url).pathname;
       calls.set(path, (calls.get(path) ?? 0) + 1);
       if (path.startsWith("/ignore")) return new Response("ignored the body");
+      if (path === "/empty") return new Response(null, { status: Number(new URL(request.url).searchParams.get("status")) });
       let bytes = 0;
       for await (const c of request.body ?? []) bytes += c.byteLength;
       return new Response(String(bytes));
-    }, { bodyLimitBytes: CAP, routeBodyLimits: [{ path: "/upload", bytes: UPLOAD_CAP }, { path: "/ignore-big", bytes: 8 * 1024 * 1024 }] });
+    }, { bodyLimitBytes: CAP, routeBodyLimits: [{ path: "/upload", bytes: UPLOAD_CAP }, { path: "/ignore-big", bytes: 8 * 1024 * 1024 }, { path: "/empty", bytes: 8 * 1024 * 1024 }] });
   });
   after(() => handle.shutdown());
 
@@ -120,6 +121,17 @@ describe(`body cap over HTTP (${runtime})`, () => {
       assert.match(connection ?? "", /^close(, close)?$/);
     } finally {
       sock.destroy();
+    }
+  });
+
+  test(`body cap: a 204 or 304 to a large or chunked body left unread is answered as given, not turned into an error (${runtime})`, TIMEOUT, async () => {
+    const url = (status: number) => `http://127.0.0.1:${handle.address.port}/empty?status=${status}`;
+    for (const status of [204, 304]) {
+      const declared = await fetch(url(status), { method: "POST", body: "x".repeat(100_000) });
+      assert.equal(declared.status, status, `declared 100 KB, answered ${status}`);
+      const stream = new Blob(["x".repeat(1000)]).stream();
+      const chunked = await fetch(url(status), { method: "POST", body: stream, duplex: "half" } as RequestInit);
+      assert.equal(chunked.status, status, `chunked, answered ${status}`);
     }
   });
 

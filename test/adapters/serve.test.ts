@@ -2,6 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { serveHere } from "../support/adapter.ts";
 import { runtime } from "../support/runtime.ts";
+import { openSock, within } from "../support/reliability.ts";
 
 describe(`adapter serve (${runtime})`, () => {
   test(`adapter serve: answers over real HTTP on port 0, reports the peer, drains clean on a manual shutdown (${runtime})`, async () => {
@@ -15,6 +16,25 @@ describe(`adapter serve (${runtime})`, () => {
       const outcome = await handle.shutdown("test over");
       assert.equal(outcome.outcome, "clean");
       assert.equal(outcome.reason, "test over");
+    }
+  });
+
+  test(`adapter serve: a connection with no request in it (silent, or half a head sent) does not hold the drain: it ends clean (${runtime})`, async () => {
+    const handle = await serveHere(() => new Response("ok"));
+    const silent = await openSock(handle.address.port);
+    const halfHead = await openSock(handle.address.port);
+    try {
+      halfHead.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+      // Both connected and seen by the server before the drain starts: a request on a third answers.
+      assert.equal((await fetch(`http://127.0.0.1:${handle.address.port}/`)).status, 200);
+      const outcome = await handle.shutdown("test over");
+      assert.equal(outcome.outcome, "clean", "no request was admitted on either connection: nothing to force");
+      // (A connection that never sent a byte is closed by Node's and Deno's drain; Bun leaves it
+      // to its idle timer, and it never held Bun's drain.)
+      await within(halfHead.closed, "the server closing the half-sent head's connection");
+    } finally {
+      silent.destroy();
+      halfHead.destroy();
     }
   });
 

@@ -88,6 +88,19 @@ describe("serve", () => {
     assert.deepEqual(s.exitCodes, [1]);
   });
 
+  test("serve: a failure after the server started (onListen threw, a bad onDrained) closes it: nothing is left listening", async () => {
+    for (const options of [
+      { onListen: () => { throw new Error("listen hook failed"); } },
+      { onDrained: "oops" as never },
+    ]) {
+      const s = setup();
+      await assert.rejects(serveWith(s.host, s.listen, () => new Response("ok"), { loadMonitor: false, ...options }));
+      await flushMicrotasks();
+      assert.equal(s.server.stopAcceptingCalls, 1);
+      assert.equal(s.server.closeAllCalls, 1);
+    }
+  });
+
   test("serve: a clean drain leaves the process's exit code alone", async () => {
     const s = setup();
     const handle = await serveWith(s.host, s.listen, () => new Response("ok"), { loadMonitor: false });

@@ -9,6 +9,8 @@ export interface BunServerLike {
   requestIP(request: Request): { address: string; port: number; family: string } | null;
   timeout(request: Request, seconds: number): void;
   stop(closeActiveConnections?: boolean): Promise<void>;
+  /** Requests in progress, a response still streaming included (a connection with no full head yet is not one). */
+  readonly pendingRequests: number;
 }
 
 /** The options of `Bun.serve` the adapter passes. */

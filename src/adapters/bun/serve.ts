@@ -21,6 +21,8 @@ export interface BunServeOptions extends ServeOptions, BunHostOptions {
 }
 
 const BUN_DEFAULT_MAX_BODY = 128 * 1024 * 1024;
+/** How often a drain looks whether a request is still in progress. */
+const DRAIN_POLL_MS = 50;
 const BUN_DEFAULT_IDLE_TIMEOUT_S = 10;
 
 function _idleTimeoutSeconds(value: number | undefined): number {
@@ -99,8 +101,19 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
     });
     return {
       address: { hostname: server.hostname ?? hostname, port: server.port ?? port },
-      // Bun refuses new connections at once, closes idle keep-alive, and resolves when in-flight is done.
-      stopAccepting: () => server.stop(),
+      // Bun refuses new connections at once, closes idle keep-alive, and resolves when in-flight
+      // is done — and when every other connection has closed too: one that sent half a request
+      // head (no request yet, so nothing can end it) would hold the drain to its window. Once
+      // no request is in progress (a response still streaming counts), what is left is cut.
+      stopAccepting: () =>
+        new Promise<void>((done) => {
+          const poll = setInterval(() => {
+            if (server.pendingRequests > 0) return;
+            clearInterval(poll);
+            void server.stop(true).then(done, done);
+          }, DRAIN_POLL_MS);
+          server.stop().then(() => (clearInterval(poll), done()), () => (clearInterval(poll), done()));
+        }),
       // One turn later: answers the guard just gave (a forced drain's 503s) go out first.
       closeAll: () => new Promise<void>((done) => setTimeout(() => done(server.stop(true)), 0)),
       // A Bun server never ends on its own; it ends through the drain.

@@ -51,8 +51,13 @@ export class _BodyWatch {
     return new Request(request, { body, duplex: "half" } as RequestInit);
   }
 
-  /** `res` sent whole, then failed so that Deno drops the connection. */
+  /**
+   * `res` sent whole, then failed so that Deno drops the connection. An answer that may carry
+   * no body (204, 205, 304) has nothing to fail: it is sent as it is, and Deno reads the rest
+   * of the request's body before it closes (the capability table's unread-body row).
+   */
   ending(res: Response): Response {
+    if (res.status === 204 || res.status === 205 || res.status === 304) return res;
     const reader = res.body?.getReader();
     const body = new ReadableStream<Uint8Array>({
       pull: async (controller) => {

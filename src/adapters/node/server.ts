@@ -219,14 +219,21 @@ export function listenNode(options: NodeListenOptions): Listen {
           stopAccepting() {
             draining = true;
             return new Promise<void>((done) => {
-              // close() waits for keep-alive sockets; closing idle ones repeatedly lets it finish.
-              const sweep = setInterval(() => http.closeIdleConnections(), 50);
+              // close() waits for every open socket; closing idle ones repeatedly lets it finish.
+              // Node's own idle list has keep-alive sockets between requests, not one that
+              // connected and sent nothing or half a head (and close() stops the check that
+              // would end it at headersTimeout): the connection gate knows those too.
+              const closeIdle = () => {
+                http.closeIdleConnections();
+                connections.closeIdle();
+              };
+              const sweep = setInterval(closeIdle, 50);
               sweep.unref();
               http.close(() => {
                 clearInterval(sweep);
                 done();
               });
-              http.closeIdleConnections();
+              closeIdle();
             });
           },
           // One turn later: answers the guard just gave (a forced drain's 503s) are written

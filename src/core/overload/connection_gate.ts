@@ -49,6 +49,12 @@ export interface ConnectionGate {
   accept(close: () => void): ConnectionSlot | undefined;
   /** The `Retry-After` a refused connection is sent. */
   readonly retryAfterMs: number;
+  /**
+   * Closes every connection with no request in progress, through its own `close` (a drain:
+   * one that connected and stays silent, or sent half a head, would otherwise hold it open,
+   * and the runtime counts neither as idle).
+   */
+  closeIdle(): void;
 }
 
 const RETRY_AFTER_MS = 1000;
@@ -132,6 +138,16 @@ export function createConnectionGate(options?: ConnectionGateOptions): Connectio
       open++;
       idle.push(slot);
       return slot;
+    },
+    closeIdle() {
+      for (const slot of idle.snapshot()) {
+        slot.closed();
+        try {
+          slot.close();
+        } catch {
+          // As at the cap: a close that fails leaves a socket the transport will end on its own.
+        }
+      }
     },
   };
 }
