@@ -31,6 +31,24 @@ class _HonoInfo {
 }
 
 /**
+ * The env to give the chain once `capped` replaced `original` in `c.req.raw`. Bun's server
+ * (`Bun.serve({ fetch: app.fetch })`: the env is the server) answers `requestIP`, `timeout` and
+ * `upgrade` only for a Request it made: its methods get the original back for the capped one,
+ * so the peer reads as before (peerOf, route-level limits, Hono's own getConnInfo). Any other
+ * env is given as it is.
+ */
+function _envFor(env: unknown, original: Request, capped: Request): unknown {
+  if (typeof (env as { requestIP?: unknown } | null | undefined)?.requestIP !== "function") return env;
+  return new Proxy(env as object, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, args.map((a) => (a === capped ? original : a)));
+    },
+  });
+}
+
+/**
  * The whole request path as app-level Hono middleware, for apps served by something other
  * than serve-hygiene's adapters (which apply the guard themselves). The rest of the chain
  * runs as the guarded handler: it sees the body-capped request, and route-level pieces
@@ -68,7 +86,10 @@ export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddlewar
     (request, view, info) => {
       const { c, next } = info as _HonoInfo;
       // The guarded request carries the capped body stream (when one applies); Hono reads c.req.raw.
-      if (request !== c.req.raw) c.req.raw = request;
+      if (request !== c.req.raw) {
+        c.env = _envFor(c.env, c.req.raw, request);
+        c.req.raw = request;
+      }
       (c as _WithContext)[CONTEXT_KEY] = view.context;
       return next() as Promise<never>;
     },

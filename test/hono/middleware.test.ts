@@ -5,6 +5,7 @@ import { Hono } from "hono";
 import { bodyLimit, hygiene, hygieneContext, inFlightCap, noTimeout, rateLimit, timeout } from "../../src/hono/mod.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { createManualClock } from "../../src/testing/manual_clock.ts";
+import type { DenyEvent } from "../../src/core/events.ts";
 import { flushMicrotasks } from "../support/flush.ts";
 import { createTurnClock } from "../support/turn_clock.ts";
 import { serveHere } from "../support/adapter.ts";
@@ -124,6 +125,16 @@ describe(`hono middleware (${runtime})`, () => {
     assert.equal(await big.text(), "500");
     assert.equal((await app.request("/upload", post("x".repeat(1001)))).status, 413);
     assert.equal((await app.request("/tiny", post("abc"))).status, 413);
+  });
+
+  test("hono: a bodyLimit refusal of a GET declaring a body over it is reported once, as a POST's is", async () => {
+    const denials: DenyEvent[] = [];
+    const app = new Hono();
+    app.use(hygiene({ clock: createManualClock(), loadMonitor: false, onDeny: (e) => void denials.push(e) }));
+    app.on(["GET", "POST"], "/small", bodyLimit(10), (c) => c.text("ok"));
+    assert.equal((await app.request("/small", { method: "POST", body: "x".repeat(500), headers: { "content-length": "500" } })).status, 413);
+    assert.equal((await app.request("/small", { headers: { "content-length": "500" } })).status, 413);
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason, d.status]), [["body", "over-cap", 413], ["body", "over-cap", 413]]);
   });
 
   test("hono: bodyLimit(bytes) validates at creation with a RangeError naming the field", () => {

@@ -6,7 +6,7 @@ import type { TimerHandle } from "../clock.ts";
 import type { CleanupRegistry } from "./cleanup_registry.ts";
 import type { DeclaredLength } from "./body_limit.ts";
 import type { HygieneEvent } from "../events.ts";
-import { BodyTooLargeError } from "./body_limit.ts";
+import { BodyTooLargeError, declaredLength } from "./body_limit.ts";
 import { _RequestView, type ServeInfo } from "./request_context.ts";
 import { _positiveIntOrInfinity } from "../_validate.ts";
 
@@ -155,6 +155,9 @@ export class _Admission {
       );
     }
     this.#bodyLimit = bytes;
+    // The framing gate reads no header of a GET or HEAD whose adapter did not say it declares a
+    // body (on Deno and Bun that read would cost every GET): read here, where a route lowers the cap.
+    if (bytes !== undefined && this.declared === undefined) this.declared = declaredLength(this.request.headers);
     const declared = this.declared?.kind === "length" ? this.declared.bytes : undefined;
     if (bytes !== undefined && declared !== undefined && declared > bytes && !this.overflowed) {
       // Refused as the guard would have refused it upfront: any read fails, the answer is 413.

@@ -1,0 +1,64 @@
+// hygiene() on the runtime's own server (Bun.serve, Deno.serve, @hono/node-server's serve), as
+// an app not served by serve-hygiene's adapters is: what the chain reads of the request's
+// transport is the same whether the guard replaced c.req.raw (a capped body) or not.
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { Hono } from "hono";
+import { hygiene, peerOf, rateLimit } from "../../src/hono/mod.ts";
+import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
+import { runtime } from "../support/runtime.ts";
+
+type Fetch = (request: Request, env?: unknown) => Response | Promise<Response>;
+
+/** Serves `fetch` on 127.0.0.1, port 0, with this runtime's own server. */
+async function ownServer(fetch: Fetch): Promise<{ port: number; close: () => Promise<void> }> {
+  const g = globalThis as unknown as Record<string, any>;
+  if (runtime === "bun") {
+    const server = g.Bun.serve({ port: 0, hostname: "127.0.0.1", fetch });
+    return { port: server.port, close: async () => void (await server.stop(true)) };
+  }
+  if (runtime === "deno") {
+    const server = g.Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, fetch);
+    return { port: server.addr.port, close: () => server.shutdown() };
+  }
+  const { serve } = await import("@hono/node-server");
+  return await new Promise((resolve) => {
+    const server = serve({ fetch, port: 0, hostname: "127.0.0.1" }, (info) =>
+      resolve({
+        port: info.port,
+        close: () => new Promise<void>((done) => ((server as unknown as { closeAllConnections(): void }).closeAllConnections(), server.close(() => done()))),
+      }));
+  });
+}
+
+describe(`hono: hygiene() on the runtime's own server (${runtime})`, () => {
+  test(`hono: a request whose body the guard capped keeps its peer: peerOf and a route's rateLimit key read it as for a GET (${runtime})`, async () => {
+    const keys: string[] = [];
+    const app = new Hono();
+    app.use(hygiene({ loadMonitor: false, bodyLimitBytes: 1024 }));
+    app.all("/peer", async (c) => {
+      if (c.req.method === "POST") await c.req.text();
+      return c.json({ peer: peerOf(c)?.address ?? null });
+    });
+    // A route's rateLimit with the default client key: what it keys is recorded at its limiter.
+    const limited = new Hono();
+    limited.use(hygiene({ loadMonitor: false, bodyLimitBytes: 1024 }));
+    const limiter = createFixedWindowLimiter({ limit: 100, name: "route" });
+    const take = limiter.take.bind(limiter);
+    limiter.take = (key, ...rest) => (keys.push(key), take(key, ...rest));
+    limited.post("/login", rateLimit({ limiter }), async (c) => c.text(await c.req.text()));
+    const server = await ownServer(app.fetch);
+    const other = await ownServer(limited.fetch);
+    try {
+      const get = await (await fetch(`http://127.0.0.1:${server.port}/peer`)).json();
+      const post = await (await fetch(`http://127.0.0.1:${server.port}/peer`, { method: "POST", body: "x".repeat(100) })).json();
+      assert.match(String(get.peer), /^(::ffff:)?127\.0\.0\.1$/);
+      assert.equal(post.peer, get.peer, "the capped request's peer is the original's");
+      assert.equal((await fetch(`http://127.0.0.1:${other.port}/login`, { method: "POST", body: "hello" })).status, 200);
+      assert.deepEqual(keys, ["127.0.0.1"], "the route keyed the client, not the unknown key");
+    } finally {
+      await server.close();
+      await other.close();
+    }
+  });
+});
