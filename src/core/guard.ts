@@ -28,6 +28,7 @@ import {
   _concurrencyGate,
   _bodyCapGate,
   _deadlineGate,
+  _FORCED,
 } from "./gates/mod.ts";
 import type { Guard, GuardedHandler, GuardOptions, ServeInfo } from "./guard_types.ts";
 import { _FETCH, _HEAD, type _Delivery, type _Fetch, type _InfoHandler, type _ServingFetch } from "./guarded_fetch.ts";
@@ -49,7 +50,6 @@ export {
 } from "./guarded_fetch.ts";
 export { type _HeadAnswer, _refusalHead } from "./gates/refuse.ts";
 
-const FORCED: GateRefusal = Object.freeze({ reason: "forced", status: 503, close: true });
 
 /**
  * Composes the request path of DESIGN.md as one list of gates, cheapest refusal first:
@@ -165,7 +165,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   };
   const denied = (a: _Admission, gate: Gate, r: GateRefusal): Response => {
     a.release();
-    return refuse(gate.layer, r);
+    return refuse(r.layer ?? gate.layer, r);
   };
 
   const exempt = _exemptMatcher(o.exempt, what);
@@ -232,7 +232,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
           a.abandon(reason);
           // Where the runtime still waits for this request's answer, it gets one and the
           // connection closes, instead of hanging until the process ends.
-          if (a.sentStatus === undefined) a.answer(refuse("draining", FORCED));
+          if (a.sentStatus === undefined) a.answer(refuse("draining", _FORCED));
         }
         longLived.force(reason);
       },

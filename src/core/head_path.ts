@@ -59,7 +59,7 @@ export function _passHead(steps: _HeadSteps, a: _Admission, list: readonly Gate[
 /** Gate `gate` refused `a`: given back, reported, and answered as parts (or, with a Response of its own, translated). */
 function _refuseHead(steps: _HeadSteps, a: _Admission, gate: Gate, r: GateRefusal, translate: _Translate): _HeadAnswer | undefined {
   a.release();
-  steps.reportDeny(gate.layer, r);
+  steps.reportDeny(r.layer ?? gate.layer, r);
   if (r.response === undefined) return _refusalHead(r.status, r.retryAfterMs, r.close);
   // A gate's own answer (RateLimit fields) is a Response: it goes through the translation.
   translate(() => r.response!, a.info);

@@ -16,6 +16,7 @@ import {
   rateLimitedResponse,
   _reporterOf,
   _isShared,
+  _takeUnreported,
   type RateDecision,
 } from "../core/mod.ts";
 import { _requireContext, hygieneContext, peerOf } from "./context.ts";
@@ -124,12 +125,15 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
     const report = _reporterOf(context);
     // Behind a guard: peek (which reports nothing), then take, and report a refusal through
     // the guard's sinks; the limiter's own sink never sees it, so it is counted once. A shared
-    // limiter reports no denial itself: it is taken (maybe asynchronously) and reported here.
+    // limiter is taken without its own report (maybe asynchronously) and reported here too.
     let decision: RateDecision;
     if (report !== undefined && !_isShared(limiter)) {
       const local = limiter as RateLimiter;
       decision = local.peek(key);
       if (decision.allowed) decision = local.take(key);
+    } else if (report !== undefined) {
+      const taken = _takeUnreported(limiter as SharedRateLimiter, key);
+      decision = taken instanceof Promise ? await taken : taken;
     } else {
       const taken = limiter.take(key);
       decision = taken instanceof Promise ? await taken : taken;

@@ -64,13 +64,16 @@ export function _buckets(value: unknown): number[] {
   return [...(value as number[])];
 }
 
-/** Every family the exporter registers, without the prefix. */
+/** Every family the exporter registers, without the prefix (test/prometheus checks it against what a registry holds). */
 const _FAMILIES = [
   "requests_in_flight",
   "denials_total",
   "rate_limit_denials_total",
   "request_duration_seconds",
   "stragglers",
+  "concurrency_limit",
+  "queue_waiting",
+  "turn_waiting",
   "limiter_keys",
   "limiter_keys_capacity",
   "resident_memory_bytes",
@@ -80,6 +83,8 @@ const _FAMILIES = [
   "admit_share",
   "drains_total",
   "faults_total",
+  "store_transitions_total",
+  "store_fallback",
 ];
 
 /** Throws when a family name is already registered; checked before anything is registered. */

@@ -3,7 +3,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Hono } from "hono";
-import { rateLimit } from "../../src/hono/mod.ts";
+import { hygiene, rateLimit } from "../../src/hono/mod.ts";
+import type { HygieneEvent } from "../../src/core/events.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { createRateStore } from "../../src/core/limits/rate_store.ts";
 import { createManualClock } from "../../src/testing/manual_clock.ts";
@@ -34,5 +35,26 @@ describe(`hono rateLimit over a shared store (${runtime})`, () => {
     assert.equal((await app.request("/login", { method: "POST" }, env)).status, 429);
     assert.equal(backend.calls.length, 2, "the third was denied locally");
     assert.equal(checks, 1);
+  });
+
+  test(`hono: behind a guard, a shared limiter's refusal is one deny event, the guard's, even when the limiter has the same sink (${runtime})`, async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const events: HygieneEvent[] = [];
+    const sink = (e: HygieneEvent) => void events.push(e);
+    const limiter = createFixedWindowLimiter({ name: "auth", limit: 5, windowMs: 60_000, clock, store: createRateStore(backend, { clock }), onEvent: sink });
+    const app = new Hono();
+    app.use(hygiene({ clock, loadMonitor: false, onEvent: sink }));
+    app.post("/login", rateLimit({ limiter }), (c) => c.text("checked"));
+    const env = { peer: { address: "10.0.0.1" } };
+    const denied = app.request("/login", { method: "POST" }, env);
+    await flushMicrotasks();
+    backend.calls[0]!.resolve([DENY(30_000)]);
+    assert.equal((await denied).status, 429);
+    assert.equal((await app.request("/login", { method: "POST" }, env)).status, 429, "from the denied-key cache");
+    assert.deepEqual(events.filter((e) => e.type === "deny").map((e) => e.type === "deny" && [e.layer, e.scope, e.limiterClass]), [
+      ["rate", "route", "auth"],
+      ["rate", "route", "auth"],
+    ]);
   });
 });

@@ -466,4 +466,17 @@ describe("prometheus exporter: options", () => {
     assert.throws(create({ registry }), { name: "RangeError", message: /"prefix" must be .*serve_hygiene_requests_in_flight is taken/ });
     assert.equal(registry.getMetricsAsArray().length, before);
   });
+
+  test("prometheus exporter: any one of its families already registered is refused before anything is registered", () => {
+    const families = new Registry();
+    createPrometheusExporter({ registry: families, prefix: "", defaultMetrics: false });
+    const names = families.getMetricsAsArray().map((m) => m.name);
+    assert.ok(names.length >= 19, `the exporter's families: ${names.join(", ")}`);
+    for (const name of names) {
+      const registry = new Registry();
+      new Counter({ name, help: "the host's own", registers: [registry] });
+      assert.throws(create({ registry, prefix: "", defaultMetrics: false }), { name: "RangeError", message: new RegExp(`${name} is taken`) }, name);
+      assert.deepEqual(registry.getMetricsAsArray().map((m) => m.name), [name], `${name}: the registry untouched`);
+    }
+  });
 });

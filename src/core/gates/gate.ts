@@ -21,7 +21,12 @@ export interface GateRefusal {
   readonly response?: Response;
   /** The gate's limiter already emitted the deny event (with its scope and class). */
   readonly reported?: boolean;
+  /** Reported under this layer rather than the refusing gate's (a forced drain's refusal of a waiter). */
+  readonly layer?: DenyLayer;
 }
+
+/** A forced drain's refusal: what every request still waiting or running is answered. */
+export const _FORCED: GateRefusal = Object.freeze({ reason: "forced", status: 503, close: true, layer: "draining" });
 
 /** What a gate answers now: `PASS` (undefined) or a refusal; `admit` may instead return a promise(-like) of it. */
 export type GateVerdict = GateRefusal | undefined;

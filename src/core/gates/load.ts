@@ -17,7 +17,7 @@ import type { LoadMonitor } from "../overload/load_monitor.ts";
 import { _TurnQueue, type _TurnWaiter } from "../overload/_turn_queue.ts";
 import { _WaitQueue } from "../overload/_wait_queue.ts";
 import type { _Admission } from "../request/admission.ts";
-import { type Gate, type GateRefusal, type GateVerdict, PASS } from "./gate.ts";
+import { _FORCED, type Gate, type GateRefusal, type GateVerdict, PASS } from "./gate.ts";
 
 /** The load gate, and how to stop it from starting the probe (the guard was disposed). */
 export interface _LoadGate extends Gate {
@@ -100,8 +100,10 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
   const queue = waits && clock.setImmediate !== undefined ? new _TurnQueue(clock, wait.waitMs, wait.maxWaiting, () => load.pace(), room(load)) : undefined;
   const held = waits && queue === undefined ? _heldRefusals(clock, Math.min(wait.waitMs, REFUSAL_HOLD_MS), wait.waitMs, wait.maxWaiting) : undefined;
   const off = queue === undefined ? undefined : load.onTurn(() => queue.wake());
+  // Set by a forced drain: what still waits is refused as the drain's, not as the load's.
+  const state = { forced: false };
   const later = (a: _Admission, refusal: GateRefusal) => {
-    const w = new _Later(a, refusal);
+    const w = new _Later(a, refusal, state);
     return queue!.push(w) ? w : refusal;
   };
   return {
@@ -127,8 +129,9 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
     },
     emptied: () => (queue !== undefined ? queue.emptied() : held !== undefined ? held.emptied() : Promise.resolve()),
     refuseWaiting() {
+      state.forced = true;
       queue?.close(false);
-      held?.sendAll();
+      held?.sendAll(_FORCED);
     },
     dispose() {
       idle = false;
@@ -147,8 +150,11 @@ interface _HeldRefusals {
    * (the request's arrival); at once when `maxWaiting` are held.
    */
   hold(refusal: GateRefusal, at: number, long: boolean): GateRefusal | Promise<GateVerdict>;
-  /** Sends every held refusal now, and every later one at once (a forced drain, a disposed guard). */
-  sendAll(): void;
+  /**
+   * Sends every held refusal now, and every later one at once (a forced drain, a disposed
+   * guard); with `instead`, that refusal in place of the held ones (a forced drain's).
+   */
+  sendAll(instead?: GateRefusal): void;
   /** Settles the next time none is held (at once if none is). */
   emptied(): Promise<void>;
 }
@@ -159,6 +165,7 @@ function _heldRefusals(clock: Clock, shortMs: number, longMs: number, maxWaiting
   const short = new _WaitQueue(clock, shortMs, 0);
   const long = new _WaitQueue(clock, longMs, 0);
   let closed = false;
+  let forcedBy: GateRefusal | undefined;
   return {
     get length() {
       return short.length + long.length;
@@ -169,12 +176,13 @@ function _heldRefusals(clock: Clock, shortMs: number, longMs: number, maxWaiting
         (isLong ? long : short).push({
           at,
           live: true,
-          settle: () => send(refusal),
+          settle: () => send(forcedBy ?? refusal),
         });
       });
     },
-    sendAll() {
+    sendAll(instead) {
       closed = true;
+      forcedBy = instead;
       const now = clock.now();
       for (const q of [short, long]) for (let w = q.take(now, Infinity, true); w !== undefined; w = q.take(now, Infinity, true)) w.settle("queue-timeout");
     },
@@ -192,12 +200,14 @@ class _Later implements _TurnWaiter, PromiseLike<GateVerdict> {
   readonly at: number;
   readonly #a: _Admission;
   readonly #refusal: GateRefusal;
+  readonly #state: { readonly forced: boolean };
   #next: ((verdict: GateVerdict) => void) | undefined = undefined;
 
-  constructor(a: _Admission, refusal: GateRefusal) {
+  constructor(a: _Admission, refusal: GateRefusal, state: { readonly forced: boolean }) {
     this.at = a.startedAt;
     this.#a = a;
     this.#refusal = refusal;
+    this.#state = state;
   }
 
   then<A = GateVerdict, B = never>(onVerdict?: ((v: GateVerdict) => A | PromiseLike<A>) | null, onError?: ((e: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
@@ -218,6 +228,6 @@ class _Later implements _TurnWaiter, PromiseLike<GateVerdict> {
     const next = this.#next;
     this.#next = undefined;
     // A client that left while its request waited: refused, its handler never runs.
-    next?.(!admit ? this.#refusal : (this.#a.info?.clientGone ?? this.#a.request.signal.aborted) ? ABORTED : PASS);
+    next?.(!admit ? (this.#state.forced ? _FORCED : this.#refusal) : (this.#a.info?.clientGone ?? this.#a.request.signal.aborted) ? ABORTED : PASS);
   }
 }

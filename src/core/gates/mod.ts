@@ -1,6 +1,6 @@
 // The request path as gate objects, one file each, in DESIGN.md's order. Internal: guard.ts
 // declares the list from these; nothing here is public API. Re-exports only.
-export { _GATES, type Gate, type GateRefusal, type GateVerdict, PASS } from "./gate.ts";
+export { _FORCED, _GATES, type Gate, type GateRefusal, type GateVerdict, PASS } from "./gate.ts";
 export { _clonedRefusal, type _HeadAnswer, _refusalHead, _refusalResponse } from "./refuse.ts";
 export { _drainingGate } from "./draining.ts";
 export { _memoryGate } from "./memory.ts";

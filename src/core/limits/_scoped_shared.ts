@@ -68,13 +68,18 @@ export function _sharedScopedTake<C, D>(
         if (shared[i] !== undefined) continue;
         let d: RateDecision;
         try {
+          // Peeked again (a peek reports nothing): another request of this process may have
+          // spent the budget during the call. Denied then (the shared scopes stay charged;
+          // nothing is admitted over a budget), and reported once, as the scope's.
+          d = list[i]!.limiter.peek(keys[i]!, cost, now);
+          if (!d.allowed) return refuse(d, list[i]!);
           d = list[i]!.limiter.take(keys[i]!, cost, now);
         } catch (error) {
           return failClosed(error, list[i]!);
         }
-        // Another request of this process spent the budget during the call: denied (the
-        // shared scopes stay charged; nothing is admitted over a budget).
-        if (!d.allowed) return refuse(d, list[i]!);
+        // Unreachable with this module's limiters (nothing moves between peek and take); a
+        // foreign limiter whose take disagrees with its peek reported its own denial.
+        if (!d.allowed) return scoped(d, list[i]!.name);
         if (d.remaining < tightest.remaining || (d.remaining === tightest.remaining && i < tightestAt)) {
           tightest = d;
           tightestAt = i;

@@ -146,22 +146,30 @@ export function _sharedLimiter(spec: _SharedSpec, o: SharedLimiterOptions): Shar
     failure,
     insurance,
     localLimiter: local,
-    [_SHARED]: { check, denied },
-    take(key, cost = 1, at) {
-      if (cost !== 1) _checkCost("take from shared limiter", cost, limit);
-      let now = NaN;
-      try {
-        now = at === undefined ? clock.now() : at;
-      } catch {
-        // A clock that throws reads as a non-finite time: the take fails closed.
-      }
-      const report = (v: { d: RateDecision }) => {
-        if (!v.d.allowed) _emitRateDeny(onEvent, v.d, name);
-        return v.d;
-      };
-      const v = _sharedTake([{ limiter, key }], cost, now, onEvent);
-      return v instanceof Promise ? v.then(report) : report(v);
-    },
+    [_SHARED]: { check, denied, takeUnreported: (key, cost = 1, at) => decide(key, cost, at, false) },
+    take: (key, cost = 1, at) => decide(key, cost, at, true),
   };
+  // `report`: the denial is this limiter's to report (a take); a caller that reports it itself
+  // (a route behind a guard) takes without.
+  function decide(key: string, cost: number, at: number | undefined, report: boolean): RateDecision | Promise<RateDecision> {
+    if (cost !== 1) _checkCost("take from shared limiter", cost, limit);
+    let now = NaN;
+    try {
+      now = at === undefined ? clock.now() : at;
+    } catch {
+      // A clock that throws reads as a non-finite time: the take fails closed.
+    }
+    const answer = (v: { d: RateDecision }) => {
+      if (report && !v.d.allowed) _emitRateDeny(onEvent, v.d, name);
+      return v.d;
+    };
+    const v = _sharedTake([{ limiter, key }], cost, now, onEvent);
+    return v instanceof Promise ? v.then(answer) : answer(v);
+  }
   return limiter;
+}
+
+/** A shared limiter's take without its deny event, for a caller that reports the refusal itself. Internal. */
+export function _takeUnreported(limiter: SharedRateLimiter, key: string): RateDecision | Promise<RateDecision> {
+  return _isShared(limiter) ? limiter[_SHARED].takeUnreported(key) : limiter.take(key);
 }

@@ -139,7 +139,8 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
       if (a.abandonedBy === undefined) onError(error, a.request);
       out = _refusalResponse(500);
     }
-    report(a, 500, "error");
+    // A read that failed at the cap is the client's doing, answered 413: not a handler error.
+    report(a, out.status, out.status === 500 ? "error" : "ok");
     return out;
   };
 

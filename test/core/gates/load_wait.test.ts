@@ -167,9 +167,9 @@ describe("load gate: later turns", () => {
     guard.dispose();
   });
 
-  test("load gate: the guard's work is idle only once no request waits for a later turn, and a forced drain refuses the waiting", async () => {
+  test("load gate: the guard's work is idle only once no request waits for a later turn, and a forced drain refuses the waiting as its own", async () => {
     const clock = createTurnClock();
-    const { guard, handled, get } = setup(clock);
+    const { guard, handled, denials, get } = setup(clock);
     void get("/1");
     void get("/2");
     const waiting = get("/3");
@@ -186,8 +186,12 @@ describe("load gate: later turns", () => {
 
     void get("/4"); // a new turn's batch is still the old one (the probe has not run): waits
     const forced = get("/5");
+    const before = denials.length;
     guard.work.abortAll(new Error("drain window ran out"));
-    assert.equal((await forced).status, 503);
+    const res = await forced;
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get("connection"), "close");
+    assert.deepEqual(denials.slice(before, before + 2).map((d) => [d.layer, d.reason]), [["draining", "forced"], ["draining", "forced"]], "the drain's refusals, not the load's");
     assert.equal((await get("/6")).status, 503, "nothing waits after a forced drain");
     assert.deepEqual(handled, ["/1", "/2", "/3"]);
     guard.dispose();
@@ -315,7 +319,9 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
     await flushMicrotasks();
     assert.equal(answered(), 3);
     guard.work.abortAll(new Error("drain window ran out"));
-    assert.equal((await forced).status, 503);
+    const forcedRes = await forced;
+    assert.equal(forcedRes.status, 503);
+    assert.equal(forcedRes.headers.get("connection"), "close", "the drain's refusal");
     assert.equal(guard.waitingForTurn, 0);
     const afterForced = get("/5"); // refused as before, but not held any more
     await flushMicrotasks();

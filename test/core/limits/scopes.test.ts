@@ -262,6 +262,26 @@ describe("scopes", () => {
     assert.equal(listener.peek("all").allowed, false);
   });
 
+  test("scopes: that refusal is one deny event, the scope's, even when the in-memory limiter has the same sink", async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const events: HygieneEvent[] = [];
+    const sink = (e: HygieneEvent) => void events.push(e);
+    const scoped = createScopedLimiter<string>({
+      scopes: [
+        { name: "listener", limiter: createFixedWindowLimiter({ name: "listener", limit: 1, windowMs: 1000, clock, onEvent: sink }), key: () => "all" },
+        { name: "client", limiter: createFixedWindowLimiter({ name: "client", limit: 9, clock, store: createRateStore(backend, { clock }), onEvent: sink }), key: (c) => c },
+      ],
+      onEvent: sink,
+    });
+    const a = scoped.take("a");
+    const b = scoped.take("b");
+    backend.calls[0]!.resolve([ALLOW(8)]);
+    backend.calls[1]!.resolve([ALLOW(8)]);
+    assert.deepEqual([(await a).allowed, (await b).allowed], [true, false]);
+    assert.deepEqual(events.filter((e) => e.type === "deny").map((e) => e.type === "deny" && [e.scope, e.limiterClass]), [["listener", "listener"]]);
+  });
+
   test("scopes: shared scopes must use one store and distinct names", () => {
     const clock = createManualClock();
     const one = createRateStore(createFakeBackend(), { clock });

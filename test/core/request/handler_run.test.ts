@@ -8,6 +8,7 @@ import { _handlerRun } from "../../../src/core/request/handler_run.ts";
 import { _Admission, type _AdmissionHost } from "../../../src/core/request/admission.ts";
 import { _createLongLived } from "../../../src/core/request/_long_lived.ts";
 import { createCleanupRegistry } from "../../../src/core/request/cleanup_registry.ts";
+import { BodyTooLargeError } from "../../../src/core/request/body_limit.ts";
 import type { GateRefusal } from "../../../src/core/gates/gate.ts";
 import type { DenyLayer, HygieneEvent } from "../../../src/core/events.ts";
 import { createManualClock } from "../../../src/testing/manual_clock.ts";
@@ -136,6 +137,16 @@ describe("handler run", () => {
     assert.equal((answer as Response).status, 413);
     assert.deepEqual(refused, [{ layer: "body", status: 413 }]);
     assert.deepEqual(given, { completed: 1, disposed: 0 });
+    assert.deepEqual(events.map((e) => e.type === "request" && [e.status, e.outcome]), [[413, "ok"]]);
+    run.dispose();
+  });
+
+  test("a handler that failed reading a body past its cap is answered 413 and reported as the 413, not as a handler error", async () => {
+    const { run, admit, errors, events } = setup();
+    const { a } = admit();
+    const answer = run.run(() => Promise.reject(new BodyTooLargeError(10)), a, false);
+    assert.equal((await answer).status, 413);
+    assert.deepEqual(errors, [], "not logged as the handler's failure");
     assert.deepEqual(events.map((e) => e.type === "request" && [e.status, e.outcome]), [[413, "ok"]]);
     run.dispose();
   });
