@@ -18,8 +18,11 @@ export interface DenyResponseOptions {
   retryAfterMs?: number;
   /** Adds `Connection: close` (draining: the client should reconnect elsewhere). */
   close?: boolean;
-  /** Extra headers, e.g. the RateLimit fields. */
-  headers?: HeadersInit;
+  /**
+   * Extra headers, e.g. the RateLimit fields: what `new Headers(…)` takes (spelled so, not
+   * `HeadersInit`, which a Node project without the DOM lib does not have).
+   */
+  headers?: ConstructorParameters<typeof Headers>[0];
 }
 
 /** Whole seconds for a `Retry-After` header: rounded up, at least 1. */
