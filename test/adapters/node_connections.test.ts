@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import type { DenyEvent } from "../../src/core/events.ts";
 import { parsePromText, valueOf } from "../support/prom_text.ts";
-import { rawConnect } from "../support/raw_http.ts";
+import { probeNewConnection, rawConnect } from "../support/raw_http.ts";
 import { runtime } from "../support/runtime.ts";
 
 // The connection cap needs a connection hook: only node:http has one (Bun.serve and
@@ -123,7 +123,7 @@ describe(`node adapter connection gate (${runtime})`, () => {
       open.push(third);
       third.write("GET /over HTTP/1.1\r\nHost: x\r\n\r\n");
       await within(third.ended, "the server ending the refused connection");
-      assert.match(third.received(), /^HTTP\/1\.1 503 .*\r\nRetry-After: 1\r\n/s);
+      assert.match(third.received(), /^HTTP\/1\.1 503 .*\r\nretry-after: 1\r\n/is);
       // A half-closed server would read and run this one too.
       third.write("GET /again HTTP/1.1\r\nHost: x\r\n\r\n");
       await within(third.closed, "the refused connection closed, not half-open");
@@ -168,6 +168,57 @@ describe(`node adapter connection gate (${runtime})`, () => {
       assert.equal(client.isClosed(), false);
       assert.deepEqual(denies, [], "no connection was refused");
     } finally {
+      for (const c of open) c.destroy();
+      await handle.shutdown();
+    }
+  });
+
+  test(`node adapter: an answer still in flight when accepting stops says Connection: close${why}`, skip, async () => {
+    const { serve } = await import("../../src/adapters/node/mod.ts");
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let started = false;
+    const handle = await serve(async () => ((started = true), await held, new Response("ok")), { port: 0, log: () => {}, loadMonitor: false });
+    const conn = await rawConnect(handle.address.port);
+    try {
+      conn.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n"); // keep-alive by default
+      await until(() => started, "the request running");
+      const finished = handle.shutdown("test over");
+      // No pre-stop delay: accepting stops at once; a new connection is refused from then on.
+      while ((await probeNewConnection(handle.address.port)).kind !== "refused") await new Promise((r) => setTimeout(r, 5));
+      release();
+      const res = await conn.response();
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get("connection"), "close", "the client learns the connection ends with this answer");
+      assert.equal((await finished).outcome, "clean");
+    } finally {
+      release();
+      conn.destroy();
+    }
+  });
+
+  test(`node adapter: the connection cap's 503 has the head every other 503 has${why}`, skip, async () => {
+    const { serve } = await import("../../src/adapters/node/mod.ts");
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const handle = await serve(async () => (await held, new Response("ok")), { port: 0, maxConnections: 1, log: () => {}, loadMonitor: false });
+    const open: { destroy(): void }[] = [];
+    try {
+      const busy = await rawConnect(handle.address.port);
+      open.push(busy);
+      busy.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+      await until(() => handle.guard.inFlight === 1, "the first request running");
+      const refused = await rawConnect(handle.address.port);
+      open.push(refused);
+      const res = await refused.response();
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get("content-type"), "text/plain; charset=utf-8");
+      assert.equal(res.headers.get("cache-control"), "no-store");
+      assert.equal(res.headers.get("retry-after"), "1");
+      assert.equal(res.headers.get("connection"), "close");
+      assert.equal(res.body, "Service Unavailable");
+    } finally {
+      release();
       for (const c of open) c.destroy();
       await handle.shutdown();
     }

@@ -38,6 +38,29 @@ describe(`adapter serve (${runtime})`, () => {
     }
   });
 
+  test(`adapter serve: a route that raised its deadline takes a body slower than the service's deadline (${runtime})`, async () => {
+    const handle = await serveHere(async (request, { context }) => {
+      context.timeoutMs = 30_000;
+      return new Response(`got ${(await request.text()).length} bytes`);
+    }, { requestTimeoutMs: 1_000 });
+    const sock = await openSock(handle.address.port);
+    try {
+      sock.write("POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 6\r\nConnection: close\r\n\r\n");
+      // A byte every 300 ms: the last one 1.5 s after the head, past the service's 1 s deadline.
+      for (let i = 0; i < 6; i++) {
+        await new Promise((r) => setTimeout(r, 300));
+        sock.write("x");
+      }
+      await within(sock.closed, "the answer");
+      const text = sock.received().toString("latin1");
+      assert.match(text, /^HTTP\/1\.1 200 /, text);
+      assert.match(text, /got 6 bytes$/);
+    } finally {
+      sock.destroy();
+      await handle.shutdown();
+    }
+  });
+
   test(`adapter serve: streams a request body in and a response body out (${runtime})`, async () => {
     const handle = await serveHere(async (req) => {
       let bytes = 0;

@@ -32,14 +32,19 @@ export interface NodeListenOptions {
   log: Logger;
 }
 
-// A client over the connection cap gets an HTTP answer it can act on, not a reset.
-const overCap = (retryAfterMs: number) =>
-  `HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: ${Math.max(1, Math.ceil(retryAfterMs / 1000))}\r\n` +
-  "Content-Type: text/plain\r\nContent-Length: 19\r\n\r\nService Unavailable";
+// A client over the connection cap gets an HTTP answer it can act on, not a reset: the same
+// head and body as every other 503 (refuse.ts), written to the socket before any request.
+const overCap = (retryAfterMs: number): string => {
+  const { headers, body } = _refusalHead(503, retryAfterMs, true);
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("");
+  return `HTTP/1.1 503 Service Unavailable\r\n${lines}\r\n${body}`;
+};
 
 /** Where the connection gate's verdict on a socket is kept: its slot, or null when refused. */
 const SLOT = Symbol("serve-hygiene connection slot");
-type _Gated = Socket & { [SLOT]?: ConnectionSlot | null };
+/** The response a socket is answering now (its latest request's). */
+const RESPONSE = Symbol("serve-hygiene response");
+type _Gated = Socket & { [SLOT]?: ConnectionSlot | null; [RESPONSE]?: ServerResponse };
 
 /** Whether a response's connection closes after it (draining, or a body left unread). */
 const CLOSING = Symbol("serve-hygiene closing");
@@ -95,9 +100,10 @@ class _NodeInfo {
 /** The node:http binding: listens with the guarded fetch and exposes the core's Server. */
 export function listenNode(options: NodeListenOptions): Listen {
   return (fetch, { port, hostname, config, connections }) => {
-    const requestTimeout = config.requestTimeoutMs === Infinity ? 300_000 : config.requestTimeoutMs;
     const OVER_CAP = overCap(connections.retryAfterMs);
     let draining = false;
+    /** The sockets counted open (a drain closes the connections its in-flight answers are on). */
+    const open = new Set<_Gated>();
     // The guard's head path: a request without a body meets the gates that need nothing of
     // its Request before @hono/node-server builds one, and a refusal there is written here
     // from prebuilt parts — the refusal path pays for no translation.
@@ -144,8 +150,11 @@ export function listenNode(options: NodeListenOptions): Listen {
       errorHandler: (error) => fallbackResponse(error, options.log),
     });
     const http: HttpServer = createServer({
-      requestTimeout,
-      headersTimeout: Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout),
+      // Off: the guard's deadline bounds a request (408 + close, a trickled body included),
+      // and a route may raise or lift it (context.timeoutMs); node's own would cut an upload
+      // at the service's deadline with a bare 408 and no deny event.
+      requestTimeout: 0,
+      headersTimeout: Math.min(options.headersTimeoutMs ?? 10_000, config.requestTimeoutMs),
       keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000,
       // How often node checks the two timeouts above (its default, 30 s, lets slowloris linger).
       connectionsCheckingInterval: 1_000,
@@ -154,6 +163,7 @@ export function listenNode(options: NodeListenOptions): Listen {
       // A refused connection is being destroyed: whatever node parsed on it never runs.
       if (slot === null) return;
       slot?.requestStarted();
+      (req.socket as _Gated)[RESPONSE] = res;
       const tracked = res as _Tracked;
       tracked[SLOT] = slot;
       tracked[CLOSING] = draining;
@@ -201,7 +211,11 @@ export function listenNode(options: NodeListenOptions): Listen {
         socket.write(OVER_CAP, () => socket.destroy());
         return;
       }
-      socket.once("close", () => slot.closed());
+      open.add(socket);
+      socket.once("close", () => {
+        open.delete(socket);
+        slot.closed();
+      });
     });
     const closed = new Promise<void>((resolve, reject) => {
       http.once("close", resolve);
@@ -218,6 +232,15 @@ export function listenNode(options: NodeListenOptions): Listen {
           address: { hostname: bound.address, port: bound.port },
           stopAccepting() {
             draining = true;
+            // An answer still to be written closes its connection: the client learns now, rather
+            // than reuse a socket the drain is about to close (a request arriving from here on is
+            // answered so as it starts).
+            for (const socket of open) {
+              const res = socket[RESPONSE];
+              if (res === undefined || res.headersSent || res.writableEnded) continue;
+              res.setHeader("connection", "close");
+              (res as _Tracked)[CLOSING] = true;
+            }
             return new Promise<void>((done) => {
               // close() waits for every open socket; closing idle ones repeatedly lets it finish.
               // Node's own idle list has keep-alive sockets between requests, not one that
