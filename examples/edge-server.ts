@@ -92,8 +92,11 @@ try {
 } catch (error) {
   // A combination readEdgeConfig did not foresee: the library's message, in the variables' names.
   const retold = configErrorFrom(error);
-  if (retold === undefined) throw error;
-  invalid(retold);
+  if (retold !== undefined) invalid(retold);
+  // Anything else is the listener's (a port in use, an address not on this host): one line, exit 1.
+  console.error(JSON.stringify({ level: "error", msg: "listen failed", variables: ["HOST", "PORT"], error: error instanceof Error ? error.message : String(error) }));
+  (runtime === "deno" ? Deno.exit : process.exit)(1);
+  throw error; // unreachable: keeps the type checker sure `handle` is set below
 }
 exporter.observeGuard(handle.guard);
 exporter.observeLimiter("ip", ipLimiter.size);

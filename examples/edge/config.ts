@@ -178,5 +178,10 @@ export function readEdgeConfig(env: Env): EdgeConfig {
     'a request admitted just before SIGTERM must reach its own deadline inside the drain window (or set it to "Infinity")');
   below(env, "HYGIENE_PRESTOP_DELAY_MS", config.preStopDelayMs, "HYGIENE_DRAIN_TIMEOUT_MS", config.drainTimeoutMs,
     "the pre-stop delay is spent inside the drain window");
+  if (config.requestTimeoutMs !== Infinity && config.preStopDelayMs > 0 && !(config.preStopDelayMs + config.requestTimeoutMs < config.drainTimeoutMs)) {
+    throw new ConfigError("HYGIENE_DRAIN_TIMEOUT_MS", env.HYGIENE_DRAIN_TIMEOUT_MS || `${config.drainTimeoutMs} (the default)`,
+      `above HYGIENE_PRESTOP_DELAY_MS + HYGIENE_REQUEST_TIMEOUT_MS (${config.preStopDelayMs} + ${config.requestTimeoutMs}): requests are still admitted during the pre-stop delay, and one admitted at its end must reach its own deadline inside the drain window`,
+      ["HYGIENE_PRESTOP_DELAY_MS", "HYGIENE_REQUEST_TIMEOUT_MS"]);
+  }
   return config;
 }

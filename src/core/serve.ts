@@ -25,7 +25,11 @@ export interface ServeOptions extends Omit<GuardOptions, "shutdown" | "stopping"
   preStopDelayMs?: number;
   /** A platform's fixed grace period, checked at startup against drain + flush margin. */
   platformGraceMs?: number;
-  /** Reserved for the flush hook inside the platform grace. @default 2000 */
+  /**
+   * Reserved for the flush hook inside the platform grace, and its bound: a hook still running
+   * past it ends the drain with a `flush` ServeError (exit code 4), the outcome still reported.
+   * 0: reserved nothing, not bounded. @default 2000
+   */
   flushMarginMs?: number;
   /** Runs last after the drain, on both outcomes (flush logs, metrics). */
   onDrained?: () => unknown;
@@ -106,7 +110,7 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
   try {
     // `stopping` fires every request's context.shutdownSignal at the signal itself.
     guard = createGuard({ ...o, shutdown: draining, stopping: controller }, host);
-    validateLifecycle({
+    const lifecycle = validateLifecycle({
       requestTimeoutMs: guard.config.requestTimeoutMs,
       drainTimeoutMs: guard.config.drainTimeoutMs,
       preStopDelayMs: o.preStopDelayMs,
@@ -120,6 +124,7 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       drainTimeoutMs: guard.config.drainTimeoutMs,
       preStopDelayMs: o.preStopDelayMs,
       onDrained: o.onDrained,
+      flushTimeoutMs: lifecycle.flushMarginMs > 0 ? lifecycle.flushMarginMs : Infinity,
       work: guard.work,
       beforeStopAccepting: () => draining.abort(),
     }).finally(() => {

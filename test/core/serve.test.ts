@@ -79,6 +79,23 @@ describe("serve", () => {
     assert.ok(s.fake.logs.some((r) => r.msg === "serve failed" && r.kind === "flush"), JSON.stringify(s.fake.logs));
   });
 
+  test("serve: a flush hook still running past flushMarginMs ends with a flush ServeError and exit code 4", async () => {
+    const s = setup();
+    const handle = await serveWith(s.host, s.listen, () => new Response("ok"), { loadMonitor: false, flushMarginMs: 1_000, onDrained: () => new Promise(() => {}) });
+    s.fake.signal("SIGTERM");
+    await flushMicrotasks();
+    let settled = false;
+    const finished = handle.finished.then(() => undefined, (error: unknown) => error).finally(() => (settled = true));
+    s.fake.clock.advance(999);
+    await flushMicrotasks();
+    assert.equal(settled, false);
+    s.fake.clock.advance(1);
+    const error = await finished;
+    assert.ok(isServeError(error) && error.kind === "flush" && error.outcome?.outcome === "clean");
+    await flushMicrotasks();
+    assert.deepEqual(s.exitCodes, [4]);
+  });
+
   test("serve: a listener failure rejects finished with an io ServeError and reports exit code 1", async () => {
     const s = setup();
     const handle = await serveWith(s.host, s.listen, () => new Response("ok"), { loadMonitor: false });

@@ -144,6 +144,8 @@ describe(`examples: edge server (${runtime})`, () => {
     // The request timeout left at its default (20 s) against a shorter drain window.
     [{ HYGIENE_DRAIN_TIMEOUT_MS: "10000" }, ["HYGIENE_REQUEST_TIMEOUT_MS", "HYGIENE_DRAIN_TIMEOUT_MS"]],
     [{ HYGIENE_REQUEST_TIMEOUT_MS: "1000", HYGIENE_DRAIN_TIMEOUT_MS: "5000", HYGIENE_PRESTOP_DELAY_MS: "5000" }, ["HYGIENE_PRESTOP_DELAY_MS", "HYGIENE_DRAIN_TIMEOUT_MS"]],
+    // Requests are still admitted during the pre-stop delay: delay + request timeout must fit too.
+    [{ HYGIENE_REQUEST_TIMEOUT_MS: "3000", HYGIENE_DRAIN_TIMEOUT_MS: "5000", HYGIENE_PRESTOP_DELAY_MS: "2000" }, ["HYGIENE_DRAIN_TIMEOUT_MS", "HYGIENE_PRESTOP_DELAY_MS", "HYGIENE_REQUEST_TIMEOUT_MS"]],
     [{ HYGIENE_REQUEST_TIMEOUT_MS: "Infinity", HYGIENE_DRAIN_TIMEOUT_MS: "2147483648" }, ["HYGIENE_DRAIN_TIMEOUT_MS"]],
     [{ HYGIENE_RATE_WINDOW_MS: "2147483648" }, ["HYGIENE_RATE_WINDOW_MS"]],
   ];
@@ -161,6 +163,24 @@ describe(`examples: edge server (${runtime})`, () => {
       }
     } finally {
       for (const child of children) child.kill();
+    }
+  });
+
+  test(`edge server: a port already in use stops startup with exit 1 and one JSON line (${runtime})`, async () => {
+    const { createServer } = await import("node:net");
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    const port = (holder.address() as { port: number }).port;
+    const child = startChild("examples/edge-server.ts", { PORT: String(port), HOST: "127.0.0.1", HYGIENE_LOAD_MONITOR: "off" });
+    try {
+      assert.equal(await child.exited, 1);
+      const lines = (child.stderr() + child.stdout()).trim().split("\n").filter((l) => l.includes("listen failed"));
+      assert.equal(lines.length, 1, child.stderr() + child.stdout());
+      assert.equal(JSON.parse(lines[0]!).msg, "listen failed");
+      assert.doesNotMatch(child.stderr(), /\n\s+at /, "no stack trace");
+    } finally {
+      child.kill();
+      await new Promise((resolve) => holder.close(resolve));
     }
   });
 

@@ -30,6 +30,12 @@ export interface DrainOptions {
   /** Runs last, on both outcomes, outside the window; a failure becomes a `flush` {@linkcode ServeError}. */
   onDrained?: () => unknown;
   /**
+   * How long `onDrained` may take: past it the drain gives up on it with a `flush`
+   * {@linkcode ServeError} (the outcome reported, exit code 4) instead of waiting for the
+   * platform's kill. `serve` passes its `flushMarginMs`. @default Infinity
+   */
+  flushTimeoutMs?: number;
+  /**
    * After the signal, keep serving (readiness already failing) this long before stopping
    * accepting, so load balancers notice. Counts inside the window; must be below it.
    * @default 0
@@ -52,6 +58,7 @@ interface _Config {
   drainTimeoutMs: number;
   preStopDelayMs: number;
   onDrained: (() => unknown) | undefined;
+  flushTimeoutMs: number;
   work: InFlightWork | undefined;
   beforeStopAccepting: (() => void) | undefined;
   clock: Clock;
@@ -102,10 +109,12 @@ export function runUntilDrained(
   if (o.onDrained !== undefined && typeof o.onDrained !== "function") {
     throw new TypeError(`Cannot ${WHAT} as "onDrained" must be a function: current value is ${_show(o.onDrained)}`);
   }
+  const flushTimeoutMs = _durationMs(WHAT, "flushTimeoutMs", _given(o.flushTimeoutMs, Infinity), { infinity: true });
   const config: _Config = {
     drainTimeoutMs,
     preStopDelayMs,
     onDrained: o.onDrained,
+    flushTimeoutMs,
     work: o.work,
     beforeStopAccepting: o.beforeStopAccepting,
     clock: o.clock ?? controller.clock,
@@ -120,12 +129,15 @@ async function _run(server: Server, controller: ShutdownController, config: _Con
   const outcome = ended.kind === "closed"
     ? Object.freeze({ outcome: "clean", stillRunning: 0, drainedAt: config.clock.now(), joinsPending: controller.pendingJoins } as const)
     : await _drain(server, controller, ended.info, config);
-  if (config.onDrained !== undefined) {
+  const flush = config.onDrained;
+  if (flush !== undefined) {
+    let inTime: boolean;
     try {
-      await config.onDrained();
+      inTime = await _within(config.clock, config.clock.now() + config.flushTimeoutMs, Promise.resolve().then(flush));
     } catch (error) {
       throw new ServeError("flush", error, outcome);
     }
+    if (!inTime) throw new ServeError("flush", new DOMException(`The flush hook did not finish within ${config.flushTimeoutMs} ms`, "TimeoutError"), outcome);
   }
   return outcome;
 }
@@ -190,19 +202,25 @@ async function _drain(server: Server, controller: ShutdownController, info: Stop
   });
 }
 
-/** True when `work` settles before `deadline` on `clock`, false at the deadline (or at once if past). */
+/** True when `work` fulfils before `deadline` on `clock`, false at the deadline (or at once if past); rejects as it does. */
 function _within(clock: Clock, deadline: number, work: Promise<unknown>): Promise<boolean> {
   // An infinite window (drainTimeoutMs: Infinity) waits as long as the work takes.
   if (deadline === Infinity) return work.then(() => true);
   const remaining = deadline - clock.now();
   if (remaining <= 0) return Promise.resolve(false);
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     // Not unref'd: the drain must keep the process alive until it has an outcome.
     const timer = clock.setTimeout(() => resolve(false), remaining);
-    void work.then(() => {
-      timer.cancel();
-      resolve(true);
-    });
+    work.then(
+      () => {
+        timer.cancel();
+        resolve(true);
+      },
+      (error: unknown) => {
+        timer.cancel();
+        reject(error);
+      },
+    );
   });
 }
 

@@ -35,7 +35,8 @@ function _below(a: string, av: number, b: string, bv: number, hint: string): voi
 
 /**
  * Checks the lifecycle timings together, at startup: the request timeout below the drain
- * window (unless disabled), the pre-stop delay below the drain window, and — where the
+ * window (unless disabled), and so the pre-stop delay plus the request timeout (requests are
+ * still admitted during the delay), the pre-stop delay below the drain window, and — where the
  * platform declares a fixed grace period — drain plus flush margin within that grace.
  * Throws a `RangeError` naming the fields and the numbers.
  *
@@ -62,12 +63,22 @@ export function validateLifecycle(options: LifecycleOptions): ResolvedLifecycle 
     : _durationMs(WHAT, "platformGraceMs", o.platformGraceMs);
   const flushMarginMs = _durationMs(WHAT, "flushMarginMs", _given(o.flushMarginMs, 2_000), { zero: true });
 
+  _below("preStopDelayMs", preStopDelayMs, "drainTimeoutMs", drainTimeoutMs,
+    "the delay is spent inside the drain window");
   if (requestTimeoutMs !== Infinity) {
     _below("requestTimeoutMs", requestTimeoutMs, "drainTimeoutMs", drainTimeoutMs,
       "lengthen the drain window, shorten the request timeout, or disable it with Infinity");
+    // Requests are still admitted during the pre-stop delay, and the window counts from the
+    // signal: one admitted at the delay's end must reach its own deadline inside it too.
+    if (preStopDelayMs > 0 && !(preStopDelayMs + requestTimeoutMs < drainTimeoutMs)) {
+      throw new RangeError(
+        `Cannot ${WHAT} as "preStopDelayMs" + "requestTimeoutMs" must be below "drainTimeoutMs": ` +
+          `current values are ${preStopDelayMs} + ${requestTimeoutMs} = ${preStopDelayMs + requestTimeoutMs} and ${drainTimeoutMs} ` +
+          `(requests are still admitted during the pre-stop delay, and one admitted at its end must reach its own deadline inside the drain window: ` +
+          `lengthen the drain window, or shorten the delay or the request timeout)`,
+      );
+    }
   }
-  _below("preStopDelayMs", preStopDelayMs, "drainTimeoutMs", drainTimeoutMs,
-    "the delay is spent inside the drain window");
   if (platformGraceMs !== undefined && drainTimeoutMs + flushMarginMs > platformGraceMs) {
     throw new RangeError(
       `Cannot ${WHAT} as "drainTimeoutMs" + "flushMarginMs" must fit inside "platformGraceMs": ` +

@@ -225,6 +225,23 @@ describe("drain", () => {
     assert.equal(state.settledAt, 6_000);
   });
 
+  test("drain: an onDrained still running at flushTimeoutMs ends the drain with a flush ServeError carrying the outcome", async () => {
+    const s = setup();
+    const state = run(s, { drainTimeoutMs: 1_000, flushTimeoutMs: 2_000, onDrained: () => new Promise<void>(() => {}) });
+    s.fake.signal("SIGTERM");
+    await tick();
+    s.clock.advance(1_999);
+    await tick();
+    assert.equal(state.error, undefined, "within its bound");
+    s.clock.advance(1);
+    await tick();
+    assert.ok(isServeError(state.error));
+    const error = state.error as ServeError;
+    assert.equal(error.kind, "flush");
+    assert.equal((error.cause as DOMException).name, "TimeoutError");
+    assert.equal(error.outcome?.outcome, "clean");
+  });
+
   test("drain: an onDrained rejection surfaces as a ServeError of kind flush carrying the cause and the outcome", async () => {
     const s = setup();
     const cause = new Error("exporter down");

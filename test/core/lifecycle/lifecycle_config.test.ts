@@ -32,9 +32,18 @@ describe("lifecycle config", () => {
       message: /^Cannot validate lifecycle as "preStopDelayMs" must be below "drainTimeoutMs": current values are 30000 and 25000/,
     });
     assert.equal(
-      validateLifecycle({ requestTimeoutMs: 20_000, drainTimeoutMs: 25_000, preStopDelayMs: 24_999 }).preStopDelayMs,
+      validateLifecycle({ requestTimeoutMs: Infinity, drainTimeoutMs: 25_000, preStopDelayMs: 24_999 }).preStopDelayMs,
       24_999,
     );
+  });
+
+  test("lifecycle config: the pre-stop delay plus the request timeout must be below the drain window (requests are admitted during the delay)", () => {
+    assert.throws(() => validateLifecycle({ requestTimeoutMs: 20_000, drainTimeoutMs: 25_000, preStopDelayMs: 5_000 }), {
+      name: "RangeError",
+      message: /^Cannot validate lifecycle as "preStopDelayMs" \+ "requestTimeoutMs" must be below "drainTimeoutMs": current values are 5000 \+ 20000 = 25000 and 25000/,
+    });
+    assert.equal(validateLifecycle({ requestTimeoutMs: 20_000, drainTimeoutMs: 26_000, preStopDelayMs: 5_000 }).drainTimeoutMs, 26_000);
+    assert.equal(validateLifecycle({ requestTimeoutMs: 20_000, drainTimeoutMs: 25_000, preStopDelayMs: 4_999 }).preStopDelayMs, 4_999);
   });
 
   test("lifecycle config: drain plus flush margin beyond a declared platform grace is a startup error naming the numbers", () => {
