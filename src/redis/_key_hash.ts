@@ -102,10 +102,23 @@ const _six = (at: number): number => {
   return ((hi | lo) >>> 26) & 63;
 };
 
-/** The first 128 bits of SHA-256(UTF-8 of `key`), base64url without padding (22 characters). */
+/**
+ * The first 128 bits of SHA-256(UTF-8 of `key`), base64url without padding (22 characters). A
+ * key with a lone surrogate (not text UTF-8 can hold: it would be encoded as U+FFFD, one
+ * budget for many keys) is hashed as a 0xFF byte, which no UTF-8 holds, then its UTF-16 units.
+ */
 export function _keyHash(key: string): string {
-  // UTF-8 takes at most 3 bytes per UTF-16 unit.
-  if (_room(key.length * 3) > scratch.length) {
+  if (!(key as unknown as { isWellFormed(): boolean }).isWellFormed()) {
+    const bytes = new Uint8Array(_room(1 + 2 * key.length));
+    bytes[0] = 0xff;
+    for (let i = 0; i < key.length; i++) {
+      const unit = key.charCodeAt(i);
+      bytes[1 + 2 * i] = unit >>> 8;
+      bytes[2 + 2 * i] = unit & 255;
+    }
+    _digest(bytes, 1 + 2 * key.length);
+  } else if (_room(key.length * 3) > scratch.length) {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
     const buf = encoder.encode(key);
     const room = new Uint8Array(_room(buf.length));
     room.set(buf);

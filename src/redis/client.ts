@@ -32,11 +32,15 @@ function _need(what: string, client: unknown, method: string): void {
  * Binds a node-redis client (the `redis` package; it runs on Node, Deno and Bun). Connect it
  * yourself, and give it `disableOfflineQueue: true` so a call made while Redis is down fails
  * at once rather than waiting in the client's queue (the store's timeout bounds it anyway).
+ * Give it an `error` listener too: without one node-redis throws a lost connection (Redis
+ * restarting, failing over) out of the process, where the store would have answered the
+ * calls by their failure mode.
  *
  * @example
  * ```ts
  * import { fromNodeRedis } from "serve-hygiene/redis";
- * // const client = await createClient({ url, disableOfflineQueue: true }).connect();
+ * // const client = createClient({ url, disableOfflineQueue: true }).on("error", log); // the listener is required: see fromNodeRedis
+ * // await client.connect();
  * const client = { sendCommand: async (args: string[]) => (args[0] === "PING" ? "PONG" : null) };
  * console.assert((await fromNodeRedis(client).sendCommand(["PING"])) === "PONG");
  * ```

@@ -12,7 +12,8 @@
  * import { createTokenBucketLimiter } from "serve-hygiene";
  * import { createRedisStore, fromNodeRedis } from "serve-hygiene/redis";
  * // import { createClient } from "redis";
- * // const client = await createClient({ url: process.env.REDIS_URL, disableOfflineQueue: true }).connect();
+ * // const client = createClient({ url: process.env.REDIS_URL, disableOfflineQueue: true }).on("error", log); // required: see fromNodeRedis
+ * // await client.connect();
  * const client = { sendCommand: () => Promise.reject(new Error("connection refused")) }; // (Redis down)
  * const store = createRedisStore({ client: fromNodeRedis(client) });
  * const limiter = createTokenBucketLimiter({ name: "api", ratePerSecond: 10, burst: 20, store, failure: "closed" });

@@ -118,7 +118,8 @@ export function _redisBackend(client: RedisCommandClient, prefix: string): RateS
  * ```ts
  * import { createFixedWindowLimiter } from "serve-hygiene";
  * import { createRedisStore, fromNodeRedis } from "serve-hygiene/redis";
- * // const client = await createClient({ url: "redis://127.0.0.1:6379", disableOfflineQueue: true }).connect();
+ * // const client = createClient({ url: "redis://127.0.0.1:6379", disableOfflineQueue: true }).on("error", log); // required: see fromNodeRedis
+ * // await client.connect();
  * const client = { sendCommand: () => new Promise<unknown>(() => {}) }; // (a Redis that never answers)
  * const store = createRedisStore({ client: fromNodeRedis(client), timeoutMs: 50 });
  * const limiter = createFixedWindowLimiter({ name: "ip", limit: 600, windowMs: 60_000, store, failure: "open", expectedInstances: 4 });

@@ -44,4 +44,15 @@ describe(`redis key hash (${runtime})`, () => {
     }
     assert.notEqual(_keyHash("10.0.0.1"), _keyHash("10.0.0.2"));
   });
+
+  test(`keys that differ only in a lone surrogate (which UTF-8 would turn into U+FFFD) hash apart (${runtime})`, async () => {
+    const keys = ["alice\ud800", "alice\udfff", "alice\ufffd", "alice", "\ud800alice", "\udc00"];
+    const hashes = keys.map(_keyHash);
+    assert.equal(new Set(hashes).size, keys.length, JSON.stringify(hashes));
+    for (const h of hashes) assert.match(h, /^[A-Za-z0-9_-]{22}$/);
+    // A well-formed key hashes as before: the UTF-8 bytes.
+    const expected = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode("alice\ufffd")));
+    assert.equal(_keyHash("alice\ufffd"), b64url(expected.slice(0, 16)));
+    assert.equal(_keyHash("x\ud83d\udd11"), _keyHash("x🔑"), "a surrogate pair is not lone");
+  });
 });

@@ -83,7 +83,12 @@ export interface RateStoreOptions {
    * @default 256
    */
   maxPending?: number;
-  /** Consecutive failed calls (timeouts, errors) after which limiters fall back to their insurance limiter. @default 5 */
+  /**
+   * Consecutive failed calls (timeouts, errors) after which limiters fall back to their
+   * insurance limiter. A hung backend holds no more than `maxPending` calls (a saturated call
+   * is refused but not counted), so a value above it means a hung backend never makes the
+   * store fall back. @default 5, or `maxPending` when lower
+   */
   fallbackAfter?: number;
   /** While falling back, one call (a half-open probe) is let through this often; its success ends the fallback. @default 1000 */
   probeIntervalMs?: number;
@@ -156,7 +161,10 @@ export function createRateStore(backend: RateStoreBackend, options?: RateStoreOp
   const name = o.name;
   const timeoutMs = _durationMs(what, "timeoutMs", _given(o.timeoutMs, 50));
   const maxPending = _positiveInt(what, "maxPending", _given(o.maxPending, 256));
-  const fallbackAfter = _positiveInt(what, "fallbackAfter", _given(o.fallbackAfter, 5));
+  // A hung backend holds at most maxPending calls, whose timeouts are the failures that count
+  // (a saturated call is refused at once but not counted: a burst on a healthy backend is not
+  // a fault): with fewer than fallbackAfter of them the store would never fall back.
+  const fallbackAfter = _positiveInt(what, "fallbackAfter", _given(o.fallbackAfter, Math.min(5, maxPending)));
   const probeIntervalMs = _durationMs(what, "probeIntervalMs", _given(o.probeIntervalMs, 1000));
   const clock = o.clock ?? systemClock;
   const sink = o.onEvent;

@@ -32,6 +32,7 @@ describe("rate store", () => {
     assert.throws(() => createRateStore(backend, { timeoutMs: 2 ** 31 }), RangeError);
     assert.throws(() => createRateStore(backend, { maxPending: 0 }), /"maxPending" must be a positive integer/);
     assert.throws(() => createRateStore(backend, { fallbackAfter: 1.5 }), /"fallbackAfter"/);
+
     assert.throws(() => createRateStore(backend, { probeIntervalMs: -1 }), /"probeIntervalMs"/);
     assert.throws(() => createRateStore(backend, { name: 3 as never }), TypeError);
   });
@@ -106,6 +107,16 @@ describe("rate store", () => {
     backend.calls[0]!.resolve([ALLOW()]);
     await flushMicrotasks();
     assert.ok(store.call([CHECK]) instanceof Promise, "a settled call frees its slot");
+  });
+
+  test("rate store: with maxPending below 5 and no fallbackAfter, a hung backend makes it fall back after maxPending timeouts", async () => {
+    const { clock, store, events } = setup({ maxPending: 3, timeoutMs: 10 });
+    const calls = Array.from({ length: 3 }, () => store.call([CHECK]));
+    assert.equal(store.call([CHECK]), store.call([CHECK]), "saturated: refused at once");
+    clock.advance(10);
+    for (const c of calls) assert.equal(((await c) as { failure: string }).failure, "timeout");
+    assert.equal(store.state, "fallback", "the three timeouts made it fall back (the refused calls did not count)");
+    assert.equal(events.filter((e) => e.type === "store").length, 1);
   });
 
   test("rate store: after fallbackAfter consecutive failures it falls back, once, with an event", async () => {
