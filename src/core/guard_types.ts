@@ -46,7 +46,8 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
    * Requests the process-wide gates (draining, memory, load, concurrency) never refuse:
    * exact paths (`["/healthz", "/readyz", "/metrics"]`) or a predicate. Checked first, without
    * parsing the URL; they still meet the keyed limits, the body cap and the timeout, and
-   * hold no permit. Readiness answers 503 by itself while draining or shedding.
+   * hold no permit. Readiness answers 503 by itself while draining or while the memory
+   * ceiling sheds.
    */
   exempt?: ExemptOption;
   /** Gate 3: the event-loop load monitor. @default on when a Host is given, off without one */

@@ -5,6 +5,8 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { ServeHandle, ServeOptions } from "../../src/core/mod.ts";
 import { serveHere } from "../support/adapter.ts";
+import { _maxRequestBodySize } from "../../src/adapters/bun/serve.ts";
+import { resolveConfig } from "../../src/core/config.ts";
 import { runtime } from "../support/runtime.ts";
 import { chunk, openSock, parseResponse, type Sock, within } from "../support/reliability.ts";
 
@@ -149,6 +151,18 @@ describe(`body cap over HTTP (${runtime})`, () => {
     } finally {
       sock.destroy();
     }
+  });
+
+  test(`body cap: Bun's own ceiling is the largest cap plus slack; with an uncapped request 128 MiB, never below a route's finite cap (${runtime})`, () => {
+    const MiB = 1024 * 1024;
+    const ceiling = (bodyLimitBytes: number | undefined, routes: number[]) =>
+      _maxRequestBodySize(resolveConfig({ bodyLimitBytes, routeBodyLimits: routes.map((bytes, i) => ({ path: `/r${i}`, bytes })) }));
+    assert.equal(ceiling(MiB, [64 * 1024]), 2 * MiB, "the service cap is the largest");
+    assert.equal(ceiling(MiB, [300 * MiB]), 301 * MiB, "a route's larger cap");
+    assert.equal(ceiling(undefined, []), 128 * MiB, "nothing capped: Bun's default");
+    assert.equal(ceiling(undefined, [300 * MiB]), 301 * MiB, "uncapped requests, and a route above 128 MiB");
+    assert.equal(ceiling(MiB, [Infinity, 300 * MiB]), 301 * MiB);
+    assert.equal(ceiling(MiB, [Infinity]), 128 * MiB);
   });
 
   test(`body cap: Bun's own maxRequestBodySize follows the largest configured cap, not 128 MiB${runtime === "bun" ? "" : ` (bun only; skipped on ${runtime})`}`, { ...TIMEOUT, skip: runtime !== "bun" }, async () => {

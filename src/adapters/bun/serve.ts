@@ -14,7 +14,8 @@ export interface BunServeOptions extends ServeOptions, BunHostOptions {
    * Bun's idle timer in seconds (1–255): a connection with nothing to do (keep-alive between
    * requests, a request body the guard no longer waits for) is closed after it. Off while the
    * guard works on a request; back on once the guard has answered, so a response stream
-   * silent for longer than this is cut (send a heartbeat more often).
+   * silent for longer than this is cut (send a heartbeat more often). Bun's timer runs in steps
+   * of about 4 s: at 4 or less a stream is cut after ~4 s however often it writes.
    * @default 10
    */
   idleTimeoutSeconds?: number;
@@ -37,6 +38,20 @@ function _idleTimeoutSeconds(value: number | undefined): number {
 // this much slack (more than one socket read, 512 KiB) the guard counts past its cap first and
 // answers with its own 413 and deny event.
 const BUN_CEILING_SLACK = 1024 * 1024;
+
+/**
+ * Bun's own body ceiling for the guard's caps: the largest cap any request gets, plus slack;
+ * where some request has no cap, 128 MiB (Bun's default) — but never below a route's own
+ * finite cap, which Bun would otherwise refuse under it with its own empty 413.
+ */
+export function _maxRequestBodySize(config: { bodyLimitCeiling: number | undefined; bodyLimitBytes: number | undefined; routeBodyLimits: readonly { bytes: number }[] }): number {
+  if (config.bodyLimitCeiling !== undefined) return config.bodyLimitCeiling + BUN_CEILING_SLACK;
+  let largest = 0;
+  for (const bytes of [config.bodyLimitBytes ?? 0, ...config.routeBodyLimits.map((r) => r.bytes)]) {
+    if (bytes !== Infinity && bytes > largest) largest = bytes;
+  }
+  return Math.max(BUN_DEFAULT_MAX_BODY, largest + BUN_CEILING_SLACK);
+}
 
 // requestIP is a call into Bun's server per request: made only if a keyed gate or the
 // handler reads the peer, and at most once.
@@ -75,12 +90,11 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
     }
   };
   return (fetch, { port, hostname, config }) => {
-    const ceiling = config.bodyLimitCeiling;
     const server = _bun().serve({
       port,
       hostname,
       idleTimeout,
-      maxRequestBodySize: options.maxRequestBodySize ?? (ceiling === undefined ? BUN_DEFAULT_MAX_BODY : ceiling + BUN_CEILING_SLACK),
+      maxRequestBodySize: options.maxRequestBodySize ?? _maxRequestBodySize(config),
       fetch(request, srv) {
         const answered = fetch(request, new _PeerInfo(srv, request));
         // Answered synchronously (a refusal, a handler that returned its Response): no timer
