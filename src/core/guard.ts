@@ -95,7 +95,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const { concurrency, memory, load } = _processGates(what, o, config, clock, host);
   const deadlines = createDeadlineWheel({ clock });
   const shutdown = o.shutdown?.signal;
-  const keyed = _keyedParts(o, sink);
+  const keyed = _keyedParts(o, sink, clock);
   const longLived = _createLongLived(o.stopping?.signal ?? shutdown, clock);
   const timed = config.requestTimeoutMs !== Infinity;
 

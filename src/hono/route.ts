@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import {
   _durationMs,
   _positiveIntOrInfinity,
+  _show,
   type ClientKeyFunction,
   type ClientKeyOptions,
   createClientKey,
@@ -116,8 +117,13 @@ export interface RateLimitOptions {
  * ```
  */
 export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
+  const limiter = options?.limiter;
+  // Checked when the app is built, not on the first request (a factory passed for its limiter,
+  // a limiter missing): a route that answers 500 to every request would be found late.
+  if (typeof limiter?.take !== "function" || (!_isShared(limiter) && typeof (limiter as RateLimiter).peek !== "function")) {
+    throw new TypeError(`Cannot create rateLimit as "limiter" must be a rate limiter (createFixedWindowLimiter(), createTokenBucketLimiter()): current value is ${_show(limiter)}`);
+  }
   const keyOf = typeof options.key === "function" ? options.key : createClientKey(options.key);
-  const limiter = options.limiter;
   const scope = options.scope ?? "route";
   return async function rateLimit(c, next) {
     const context = hygieneContext(c);

@@ -197,6 +197,16 @@ describe(`node adapter connection gate (${runtime})`, () => {
     }
   });
 
+  test(`node adapter: headersTimeoutMs and keepAliveTimeoutMs are validated as every other duration (0 would turn node's header deadline off)${why}`, skip, async () => {
+    const { serve } = await import("../../src/adapters/node/mod.ts");
+    for (const [field, value] of [["headersTimeoutMs", 0], ["headersTimeoutMs", Number.NaN], ["keepAliveTimeoutMs", -1], ["keepAliveTimeoutMs", 2 ** 31]] as const) {
+      await assert.rejects(serve(() => new Response("ok"), { port: 0, log: () => {}, [field]: value }), {
+        name: "RangeError",
+        message: new RegExp(`^Cannot serve on node as "${field}" must be`),
+      }, `${field}: ${value}`);
+    }
+  });
+
   test(`node adapter: the connection cap's 503 has the head every other 503 has${why}`, skip, async () => {
     const { serve } = await import("../../src/adapters/node/mod.ts");
     let release!: () => void;

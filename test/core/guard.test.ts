@@ -659,6 +659,15 @@ describe("guard: events", () => {
     assert.equal((await first).status, 200);
   });
 
+  test("guard: two rate rules under one name are refused naming the rule, in the guard's terms", () => {
+    const limiter = () => createFixedWindowLimiter({ limit: 10 });
+    assert.throws(() => createGuard({ rateLimits: [{ limiter: limiter(), key: () => "all" }, { limiter: limiter() }] }), {
+      name: "TypeError",
+      message: /^Cannot create guard as "rateLimits\[1\]\.scope" must be distinct .*: current value is "client"/,
+    });
+    createGuard({ rateLimits: [{ limiter: limiter(), key: () => "all", scope: "global" }, { limiter: limiter() }] }).dispose();
+  });
+
   test("guard: bad options throw a RangeError naming the field", () => {
     assert.throws(() => createGuard({ concurrencyLimit: 0 }), /"concurrencyLimit" must be a positive integer or Infinity: current value is 0/);
     assert.throws(() => createGuard({ shedWaitMs: -5 }), /"shedWaitMs" must be a non-negative integer: current value is -5/);
@@ -991,11 +1000,17 @@ describe("guard: keyed gates", () => {
     assert.equal(guard.inFlightPerKey!.waiting, 0, "the client that left no longer waits");
     await leaving;
     const late = fetch(...from("10.0.0.1"));
+    let answered = false;
+    void late.then(() => (answered = true));
     await flushMicrotasks();
     assert.equal(guard.inFlightPerKey!.waiting, 1);
     clock.advance(99);
+    await flushMicrotasks();
     assert.equal(guard.inFlightPerKey!.waiting, 1);
+    assert.equal(answered, false);
     clock.advance(1);
+    await flushMicrotasks();
+    assert.equal(answered, true, "the wait runs on the guard's clock");
     const refused = await late;
     assert.equal(refused.status, 429);
     assert.ok(refused.headers.get("retry-after"));

@@ -187,6 +187,12 @@ describe(`hono middleware (${runtime})`, () => {
     assert.equal(await (await events).text(), "stream over");
   });
 
+  test("hono: rateLimit() without a limiter (or with a factory for one) throws when the app is built, naming the field", () => {
+    for (const limiter of [undefined, createFixedWindowLimiter, {}]) {
+      assert.throws(() => rateLimit({ limiter: limiter as never }), { name: "TypeError", message: /^Cannot create rateLimit as "limiter" must be a rate limiter/ });
+    }
+  });
+
   test("hono: rateLimit on /login answers 429 + Retry-After per client key, before the handler runs", async () => {
     const clock = createManualClock();
     let checks = 0;

@@ -1,4 +1,4 @@
-import { type GuardedHandler, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { _durationMs, type GuardedHandler, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
 import { createNodeHost, type NodeHostOptions } from "./host.ts";
 import { listenNode } from "./server.ts";
 
@@ -26,6 +26,14 @@ export interface NodeServeOptions extends ServeOptions, NodeHostOptions {
  * ```
  */
 export function serve(handler: GuardedHandler, options: NodeServeOptions = {}): Promise<ServeHandle> {
+  // node:http takes 0 as "off" (a half-sent head would hold its connection for ever) and says
+  // nothing of a value past the longest timer: both are refused here, as every other duration.
+  try {
+    if (options.headersTimeoutMs !== undefined) _durationMs("serve on node", "headersTimeoutMs", options.headersTimeoutMs);
+    if (options.keepAliveTimeoutMs !== undefined) _durationMs("serve on node", "keepAliveTimeoutMs", options.keepAliveTimeoutMs);
+  } catch (error) {
+    return Promise.reject(error);
+  }
   const host = createNodeHost(options);
   const log = options.log ?? host.log!;
   return serveWith(host, listenNode({ headersTimeoutMs: options.headersTimeoutMs, keepAliveTimeoutMs: options.keepAliveTimeoutMs, log }), handler, options);

@@ -17,8 +17,6 @@ export interface HostOptions {
   collectGarbage?: () => void;
   /** Adds and removes one stop-signal listener (may throw: logged, never fatal). @default none: no signal is ever installed */
   signals?: SignalApi;
-  /** Event-loop delay in milliseconds, where the runtime measures it trustworthily. @default none */
-  eventLoopDelay?: () => number | undefined;
   /** Ends the process with a code. @default none */
   exit?: (code: number) => void;
   /** Sets the code the process ends with when it ends on its own. @default none */
@@ -45,7 +43,7 @@ export interface HostOptions {
 }
 
 const WHAT = "create host";
-const FUNCTIONS = ["rss", "liveBytes", "collectGarbage", "eventLoopDelay", "exit", "setExitCode", "unref", "setImmediate", "clearImmediate", "log"] as const;
+const FUNCTIONS = ["rss", "liveBytes", "collectGarbage", "exit", "setExitCode", "unref", "setImmediate", "clearImmediate", "log"] as const;
 
 function _signals(value: SignalApi | undefined): SignalApi | undefined {
   if (value === undefined) return undefined;
@@ -103,7 +101,6 @@ export function createHost(options?: HostOptions): Host {
   };
   if (o.liveBytes !== undefined) host.liveBytes = o.liveBytes;
   if (o.collectGarbage !== undefined) host.collectGarbage = o.collectGarbage;
-  if (o.eventLoopDelay !== undefined) host.eventLoopDelay = o.eventLoopDelay;
   if (o.exit !== undefined) host.exit = o.exit;
   if (o.setExitCode !== undefined) host.setExitCode = o.setExitCode;
   if (o.cloneResponses !== undefined && typeof o.cloneResponses !== "boolean") {

@@ -43,8 +43,6 @@ export interface Host {
    * logged and simply never fires; the call itself never throws. Returns an uninstaller.
    */
   onShutdownSignal(listener: (signal: ShutdownSignal) => void): () => void;
-  /** Event-loop delay in milliseconds where the runtime measures it natively and trustworthily. */
-  eventLoopDelay?(): number | undefined;
   /** Where the core logs. @default consoleLogger */
   readonly log?: Logger;
   /** Ends the process with `code`, for hosts that own it (used only when asked to exit after the drain). */

@@ -1,3 +1,4 @@
+import type { Clock } from "../clock.ts";
 import { type ClientKeyFunction, type ClientKeyOptions, createClientKey } from "./client_key.ts";
 import type { EventSink } from "../events.ts";
 import { createInFlightLimiter, type InFlightLimiter, type InFlightLimiterOptions, type Slot } from "./inflight_limit.ts";
@@ -79,7 +80,7 @@ export interface _KeyedParts {
 }
 
 /** Validates and builds the keyed gates' parts; undefined when neither gate is configured. */
-export function _keyedParts(options: KeyedGatesOptions, sink: EventSink): _KeyedParts | undefined {
+export function _keyedParts(options: KeyedGatesOptions, sink: EventSink, clock?: Clock): _KeyedParts | undefined {
   const rules: readonly RateLimitRule[] = _given(options.rateLimits, []);
   if (!Array.isArray(rules)) {
     throw new TypeError(`Cannot create guard as "rateLimits" must be an array: current value is ${_show(rules)}`);
@@ -91,6 +92,14 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink): _Keyed
   const perKey = options.inFlightPerKey === undefined ? undefined : _object("create guard", "inFlightPerKey", options.inFlightPerKey);
   if (rules.length === 0 && perKey === undefined) return undefined;
   type Ctx = { request: Request; key: string };
+  // Two rules under one name would be one budget in the scoped limiter: said in the guard's terms.
+  const names = rules.map((rule) => rule?.scope ?? rule?.limiter?.name ?? "client");
+  const twice = names.findIndex((name, i) => names.indexOf(name) !== i);
+  if (twice >= 0) {
+    throw new TypeError(
+      `Cannot create guard as "rateLimits[${twice}].scope" must be distinct (give each rule its own scope or limiter name): current value is ${_show(names[twice])}`,
+    );
+  }
   // Built for one rule too: it validates the rules, and `createKeyedGates` uses it.
   const scoped: ScopedLimiter<Ctx> | SharedScopedLimiter<Ctx> | undefined = rules.length === 0 ? undefined : createScopedLimiter<Ctx>({
     scopes: rules.map((rule) => {
@@ -103,7 +112,8 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink): _Keyed
     }),
     onEvent: sink,
   });
-  const inFlight = perKey === undefined ? undefined : createInFlightLimiter({ overall: Infinity, ...perKey, onEvent: sink });
+  // The guard's clock unless the options name one: a per-key shed wait runs on it.
+  const inFlight = perKey === undefined ? undefined : createInFlightLimiter({ overall: Infinity, ...(clock === undefined ? {} : { clock }), ...perKey, onEvent: sink });
   // One in-memory rule asks its limiter directly; a shared one goes through the scoped take.
   const one = rules.length === 1 && !_isShared(rules[0]!.limiter) ? rules[0]! : undefined;
   const rate = scoped === undefined

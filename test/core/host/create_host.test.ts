@@ -25,13 +25,11 @@ describe("createHost", () => {
       rss: () => 42,
       liveBytes: () => 7,
       collectGarbage: () => void exits.push("gc"),
-      eventLoopDelay: () => 3,
       exit: (code) => void exits.push(`exit ${code}`),
       setExitCode: (code) => void exits.push(`code ${code}`),
     });
     assert.equal(host.rss(), 42);
     assert.equal(host.liveBytes?.(), 7);
-    assert.equal(host.eventLoopDelay?.(), 3);
     host.collectGarbage?.();
     host.setExitCode?.(1);
     host.exit?.(2);
@@ -43,7 +41,7 @@ describe("createHost", () => {
   test("createHost: what the runtime lacks the Host lacks: no RSS reads undefined, optional readings are absent", () => {
     const host = createHost();
     assert.equal(host.rss(), undefined);
-    for (const member of ["liveBytes", "collectGarbage", "eventLoopDelay", "exit", "setExitCode"] as const) {
+    for (const member of ["liveBytes", "collectGarbage", "exit", "setExitCode"] as const) {
       assert.equal(member in host, false, member);
     }
     // No signal API: nothing to install, nothing fires, the uninstaller is harmless.
@@ -113,7 +111,7 @@ describe("createHost", () => {
 
   test("createHost: options are validated up front", () => {
     assert.throws(() => createHost(5 as never), { name: "TypeError", message: "Cannot create host as the options must be an object: current value is 5" });
-    for (const field of ["rss", "liveBytes", "collectGarbage", "eventLoopDelay", "exit", "setExitCode", "unref", "setImmediate", "clearImmediate", "log"]) {
+    for (const field of ["rss", "liveBytes", "collectGarbage", "exit", "setExitCode", "unref", "setImmediate", "clearImmediate", "log"]) {
       assert.throws(() => createHost({ [field]: 1 }), {
         name: "TypeError",
         message: `Cannot create host as "${field}" must be a function: current value is 1`,
