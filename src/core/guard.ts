@@ -50,7 +50,6 @@ export {
 } from "./guarded_fetch.ts";
 export { type _HeadAnswer, _refusalHead } from "./gates/refuse.ts";
 
-
 /**
  * Composes the request path of DESIGN.md as one list of gates, cheapest refusal first:
  * draining, memory ceiling, load monitor, framing, keyed rate limits, per-key in-flight cap,
