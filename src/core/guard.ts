@@ -79,16 +79,23 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   // The hook is the user's: one that throws must not leave the request unanswered (its 500 is
   // still sent), so its failure is logged, as a broken event sink's is swallowed (_emit.ts).
   const hook = o.onError;
+  const hookFailed = (failure: unknown) => {
+    try {
+      log({ level: "error", msg: "onError hook failed", error: failure });
+    } catch {
+      // A broken logger must never turn an answer into a crash.
+    }
+  };
   const onError = (error: unknown, request: Request): void => {
     try {
       if (hook === undefined) log({ level: "error", msg: "handler failed", error });
-      else hook(error, request);
-    } catch (failure) {
-      try {
-        log({ level: "error", msg: "onError hook failed", error: failure });
-      } catch {
-        // A broken logger must never turn an answer into a crash.
+      else {
+        // An async hook that rejects is logged too, never an unhandled rejection.
+        const result: unknown = hook(error, request);
+        if (typeof (result as PromiseLike<unknown> | undefined)?.then === "function") Promise.resolve(result).catch(hookFailed);
       }
+    } catch (failure) {
+      hookFailed(failure);
     }
   };
   const { concurrency, memory, load } = _processGates(what, o, config, clock, host);

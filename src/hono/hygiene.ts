@@ -34,16 +34,23 @@ class _HonoInfo {
  * The env to give the chain once `capped` replaced `original` in `c.req.raw`. Bun's server
  * (`Bun.serve({ fetch: app.fetch })`: the env is the server) answers `requestIP`, `timeout` and
  * `upgrade` only for a Request it made: its methods get the original back for the capped one,
- * so the peer reads as before (peerOf, route-level limits, Hono's own getConnInfo). Any other
- * env is given as it is.
+ * so the peer reads as before (peerOf, route-level limits, Hono's own getConnInfo). That env
+ * is a view of the server, not the server itself (`c.env === server` is false for such a
+ * request); each of its methods is one function for the request. Any other env is given as it is.
  */
 function _envFor(env: unknown, original: Request, capped: Request): unknown {
   if (typeof (env as { requestIP?: unknown } | null | undefined)?.requestIP !== "function") return env;
+  const methods = new Map<PropertyKey, unknown>();
   return new Proxy(env as object, {
     get(target, key) {
       const value: unknown = Reflect.get(target, key, target);
       if (typeof value !== "function") return value;
-      return (...args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, args.map((a) => (a === capped ? original : a)));
+      let method = methods.get(key);
+      if (method === undefined) {
+        method = (...args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, args.map((a) => (a === capped ? original : a)));
+        methods.set(key, method);
+      }
+      return method;
     },
   });
 }

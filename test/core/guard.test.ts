@@ -105,6 +105,13 @@ describe("guard: concurrency", () => {
       ["onError hook failed", "hook down"],
     ]);
     guard.dispose();
+    // An async hook that rejects: logged the same way, not an unhandled rejection.
+    const asyncLogged: unknown[] = [];
+    const asyncGuard = createGuard({ clock: createManualClock(), log: (record) => void asyncLogged.push(record), onError: () => Promise.reject(new Error("async hook down")) });
+    assert.equal((await asyncGuard.wrap(() => Promise.reject(boom))(GET())).status, 500);
+    await flushMicrotasks();
+    assert.deepEqual(asyncLogged.map((r) => [(r as { msg: string }).msg, ((r as { error: Error }).error).message]), [["onError hook failed", "async hook down"]]);
+    asyncGuard.dispose();
   });
 
   test("guard: a shed wait lets a request take the next free permit, and sheds it when the wait runs out", async () => {
