@@ -29,6 +29,7 @@ export type {
   RouteBodyLimit,
   ServeHygieneConfig,
   ServeInfo,
+  DeclaredLength,
 } from "./core/mod.ts";
 
 // The limiters and their answers.

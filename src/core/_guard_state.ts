@@ -5,7 +5,7 @@ import type { Clock } from "./clock.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { Host } from "./host/host.ts";
 import type { GuardOptions } from "./guard_types.ts";
-import { type _ConcurrencyLimit, createConcurrencyLimit, DEFAULT_SHED_WAIT_MS } from "./overload/concurrency_limit.ts";
+import { type _ConcurrencyLimit, _createConcurrencyLimit, DEFAULT_SHED_WAIT_MS } from "./overload/concurrency_limit.ts";
 import { createAdaptiveLimit } from "./overload/adaptive_limit.ts";
 import { createLoadMonitor, type LoadMonitor } from "./overload/load_monitor.ts";
 import { createMemoryCeiling, type MemoryCeiling } from "./overload/memory_ceiling.ts";
@@ -20,7 +20,7 @@ export interface _ProcessGates {
 
 /** Builds them; `what` names the factory in validation errors. */
 export function _processGates(what: string, o: GuardOptions, config: ResolvedConfig, clock: Clock, host: Host | undefined): _ProcessGates {
-  const concurrency = createConcurrencyLimit({
+  const concurrency = _createConcurrencyLimit({
     limit: typeof config.concurrencyLimit === "number" ? config.concurrencyLimit : createAdaptiveLimit(config.concurrencyLimit),
     shedWaitMs: _durationMs(what, "shedWaitMs", _given(o.shedWaitMs, DEFAULT_SHED_WAIT_MS), { zero: true }),
     maxWaiting: o.maxWaiting,

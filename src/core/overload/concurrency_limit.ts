@@ -119,7 +119,12 @@ export interface _ConcurrencyLimit extends ConcurrencyLimit {
  * console.assert(limit.inFlight === 0);
  * ```
  */
-export function createConcurrencyLimit(options: ConcurrencyLimitOptions): _ConcurrencyLimit {
+export function createConcurrencyLimit(options: ConcurrencyLimitOptions): ConcurrencyLimit {
+  return _createConcurrencyLimit(options);
+}
+
+/** {@linkcode createConcurrencyLimit} with the wait the guard's concurrency gate uses (internal). */
+export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _ConcurrencyLimit {
   const what = "create concurrency limit";
   const o = _options(what, options);
   const adaptive = _adaptive(o.limit);

@@ -2,7 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createGuard, type GuardOptions } from "../../../src/core/guard.ts";
 import { _concurrencyGate } from "../../../src/core/gates/concurrency.ts";
-import { createConcurrencyLimit } from "../../../src/core/overload/concurrency_limit.ts";
+import { _createConcurrencyLimit } from "../../../src/core/overload/concurrency_limit.ts";
 import type { _Admission } from "../../../src/core/request/admission.ts";
 import type { DenyEvent } from "../../../src/core/events.ts";
 import { createManualClock, type ManualClock } from "../../../src/testing/manual_clock.ts";
@@ -40,7 +40,7 @@ describe("concurrency gate", () => {
   });
 
   test("concurrency gate: the fast path answers synchronously; only a request that must wait gets a promise", async () => {
-    const gate = _concurrencyGate(createConcurrencyLimit({ limit: 1, shedWaitMs: 100, clock: createManualClock() }));
+    const gate = _concurrencyGate(_createConcurrencyLimit({ limit: 1, shedWaitMs: 100, clock: createManualClock() }));
     const held: Disposable[] = [];
     const admission = { startedAt: 0, request: GET(), hold: (d: Disposable) => void held.push(d) } as unknown as _Admission;
     assert.equal(gate.admit(admission), undefined, "a free permit: PASS, not a promise");

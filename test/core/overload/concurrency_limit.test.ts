@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { type AbortSignalLike, type ConcurrencyLimit, createConcurrencyLimit, type Permit, type Refusal } from "../../../src/core/overload/concurrency_limit.ts";
+import { _createConcurrencyLimit, type AbortSignalLike, type ConcurrencyLimit, createConcurrencyLimit, type Permit, type Refusal } from "../../../src/core/overload/concurrency_limit.ts";
 import { createAdaptiveLimit } from "../../../src/core/overload/adaptive_limit.ts";
 import { createManualClock } from "../../../src/testing/manual_clock.ts";
 import { flushMicrotasks } from "../../support/flush.ts";
@@ -57,7 +57,7 @@ describe("concurrency limit", () => {
 
   test("concurrency limit: a wait without a promise calls back once with its context: the permit, the timeout or the abort", () => {
     const clock = createManualClock();
-    const limit = createConcurrencyLimit({ limit: 1, shedWaitMs: 100, clock });
+    const limit = _createConcurrencyLimit({ limit: 1, shedWaitMs: 100, clock });
     const held = limit.tryAcquire() as Permit;
     const got: [string, Permit | Refusal][] = [];
     const done = (ctx: string, p: Permit | Refusal) => void got.push([ctx, p]);
