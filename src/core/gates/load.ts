@@ -98,10 +98,10 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
   const batch: GateRefusal = Object.freeze({ reason: "batch", status: 503, retryAfterMs: load.retryAfterMs });
   const waits = wait !== undefined && wait.waitMs > 0 && wait.maxWaiting > 0;
   const queue = waits && clock.setImmediate !== undefined ? new _TurnQueue(clock, wait.waitMs, wait.maxWaiting, () => load.pace(), room(load)) : undefined;
-  const held = waits && queue === undefined ? _heldRefusals(clock, Math.min(wait.waitMs, REFUSAL_HOLD_MS), wait.waitMs, wait.maxWaiting) : undefined;
-  const off = queue === undefined ? undefined : load.onTurn(() => queue.wake());
   // Set by a forced drain: what still waits is refused as the drain's, not as the load's.
   const state = { forced: false };
+  const held = waits && queue === undefined ? _heldRefusals(clock, Math.min(wait.waitMs, REFUSAL_HOLD_MS), wait.waitMs, wait.maxWaiting, state) : undefined;
+  const off = queue === undefined ? undefined : load.onTurn(() => queue.wake());
   const later = (a: _Admission, refusal: GateRefusal) => {
     const w = new _Later(a, refusal, state);
     return queue!.push(w) ? w : refusal;
@@ -131,7 +131,7 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
     refuseWaiting() {
       state.forced = true;
       queue?.close(false);
-      held?.sendAll(_FORCED);
+      held?.sendAll();
     },
     dispose() {
       idle = false;
@@ -150,22 +150,18 @@ interface _HeldRefusals {
    * (the request's arrival); at once when `maxWaiting` are held.
    */
   hold(refusal: GateRefusal, at: number, long: boolean): GateRefusal | Promise<GateVerdict>;
-  /**
-   * Sends every held refusal now, and every later one at once (a forced drain, a disposed
-   * guard); with `instead`, that refusal in place of the held ones (a forced drain's).
-   */
-  sendAll(instead?: GateRefusal): void;
+  /** Sends every held refusal now, and every later one at once (a forced drain, a disposed guard). */
+  sendAll(): void;
   /** Settles the next time none is held (at once if none is). */
   emptied(): Promise<void>;
 }
 
 // Two wait queues (a short hold and a long one), each with one timer that sends each refusal
 // at its bound, oldest first: no slice ever takes a waiter from them. `maxWaiting` bounds both.
-function _heldRefusals(clock: Clock, shortMs: number, longMs: number, maxWaiting: number): _HeldRefusals {
+function _heldRefusals(clock: Clock, shortMs: number, longMs: number, maxWaiting: number, state: { readonly forced: boolean }): _HeldRefusals {
   const short = new _WaitQueue(clock, shortMs, 0);
   const long = new _WaitQueue(clock, longMs, 0);
   let closed = false;
-  let forcedBy: GateRefusal | undefined;
   return {
     get length() {
       return short.length + long.length;
@@ -176,13 +172,12 @@ function _heldRefusals(clock: Clock, shortMs: number, longMs: number, maxWaiting
         (isLong ? long : short).push({
           at,
           live: true,
-          settle: () => send(forcedBy ?? refusal),
+          settle: () => send(state.forced ? _FORCED : refusal),
         });
       });
     },
-    sendAll(instead) {
+    sendAll() {
       closed = true;
-      forcedBy = instead;
       const now = clock.now();
       for (const q of [short, long]) for (let w = q.take(now, Infinity, true); w !== undefined; w = q.take(now, Infinity, true)) w.settle("queue-timeout");
     },

@@ -102,10 +102,10 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink, clock?:
   }
   // Built for one rule too: it validates the rules, and `createKeyedGates` uses it.
   const scoped: ScopedLimiter<Ctx> | SharedScopedLimiter<Ctx> | undefined = rules.length === 0 ? undefined : createScopedLimiter<Ctx>({
-    scopes: rules.map((rule) => {
+    scopes: rules.map((rule, i) => {
       const pick = rule.key;
       return {
-        name: rule.scope ?? rule.limiter?.name ?? "client",
+        name: names[i]!,
         limiter: rule.limiter,
         key: pick === undefined ? (c: Ctx) => c.key : (c: Ctx) => pick(c.request, c.key),
       };
