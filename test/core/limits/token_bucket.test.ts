@@ -56,6 +56,22 @@ describe("token bucket", () => {
     assert.equal(slow.take("a").retryAfterMs, 2000);
   });
 
+  test("token bucket: a clock far from zero (an epoch clock; 116 days of uptime) loses no take of the burst to rounding", () => {
+    for (const origin of [1e10, 1.7e12, 4.1e12]) {
+      for (const [ratePerSecond, burst] of [[3, 5], [6, 2], [7, 9], [1000 / 7, 50]] as const) {
+        const clock = createManualClock(origin);
+        const limiter = createTokenBucketLimiter({ ratePerSecond, burst, clock });
+        const takes = Array.from({ length: burst }, () => limiter.take("k"));
+        const at = `origin ${origin}, ${ratePerSecond}/s, burst ${burst}`;
+        assert.deepEqual(takes.map((d) => d.allowed), takes.map(() => true), at);
+        assert.deepEqual(takes.map((d) => d.remaining), takes.map((_, i) => burst - 1 - i), at);
+        const over = limiter.take("k");
+        assert.equal(over.allowed, false, at);
+        assert.ok(Math.abs(over.retryAfterMs - 1000 / ratePerSecond) < origin * 2 ** -38, `${at}: retry ${over.retryAfterMs}`); // a few units in the last place
+      }
+    }
+  });
+
   test("token bucket: a denied take counts nothing; peek never counts", () => {
     const clock = createManualClock();
     const limiter = createTokenBucketLimiter({ ratePerSecond: 1, burst: 5, clock });
