@@ -106,11 +106,13 @@ export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddlewar
       deliver: (res, info) => answer((info as _HonoInfo).c, res),
     },
   );
-  const middleware = function hygiene(c: Parameters<MiddlewareHandler>[0], next: Parameters<MiddlewareHandler>[1]): Promise<void> | undefined {
+  const middleware = function hygiene(c: Parameters<MiddlewareHandler>[0], next: Parameters<MiddlewareHandler>[1]): Promise<void> | Response | undefined {
     const answered = guarded(c.req.raw, new _HonoInfo(c, next));
     if (answered instanceof Response) {
       answer(c, answered);
-      return undefined;
+      // Returned, not only set: on a path no route matches this middleware is Hono's one
+      // handler, and Hono then answers a synchronous undefined with its not-found handler.
+      return c.res;
     }
     return answered;
   } as HygieneMiddleware;

@@ -116,6 +116,20 @@ describe(`hono middleware (${runtime})`, () => {
     assert.deepEqual(await ok.json(), { a: 1 });
   });
 
+  test("hono: app-level hygiene's refusal on a path no route matches is sent as is, and the not-found handler does not run", async () => {
+    const app = new Hono();
+    let notFound = 0;
+    app.use(hygiene({ bodyLimitBytes: 10, rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 3, windowMs: 60_000 }) }], loadMonitor: false }));
+    app.get("/", (c) => c.text("hi"));
+    app.notFound((c) => (notFound++, c.text("custom not found", 404)));
+    assert.equal((await app.request("/missing", post("x".repeat(50), { "content-length": "50" }))).status, 413, "the body cap's refusal");
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await app.request("/missing")).status);
+    assert.deepEqual(statuses, [404, 404, 429], "admitted ones reach the not-found handler; the third is over the limit");
+    assert.equal((await app.request("/")).status, 429);
+    assert.equal(notFound, 2, "only for the admitted requests");
+  });
+
   test("hono: a route-level bodyLimit wins over the app-level cap, larger (declared in routeBodyLimits) or smaller", async () => {
     const app = new Hono();
     app.use(hygiene({ bodyLimitBytes: 10, routeBodyLimits: [{ path: "/upload", bytes: 1000 }], clock: createManualClock() }));
