@@ -86,8 +86,10 @@ describe(`reliability (${runtime}): how the process ends after a drain`, () => {
       assert.ok(outcome !== undefined, child.stdout());
       assert.equal(records(child, "flushed").length, 1);
       assert.doesNotMatch(child.stderr(), UNHANDLED);
-      // The library logs the forced drain once; the runtime prints no stream error of its own.
+      // The library logs the forced drain once; the runtime prints no stream error of its own,
+      // and the cut stream is not logged as a handler's failure (Deno's onError receives it).
       assert.doesNotMatch(child.stderr(), /Drain window of/);
+      assert.deepEqual(records(child, "log").filter((r) => r.log === "guarded handler failed"), [], child.stdout());
     } finally {
       for (const s of socks) s.destroy();
       child.kill();

@@ -11,6 +11,7 @@ import {
   type ServeHandle,
   type ServeOptions,
   serveWith,
+  _isDrainAbort,
 } from "../../core/mod.ts";
 import { _BodyWatch, _DROP } from "./drop.ts";
 import { createDenoHost, type DenoHostOptions } from "./host.ts";
@@ -79,7 +80,9 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): 
         return answered instanceof Promise ? answered.then(end) : end(answered);
       },
       onError(error) {
-        if (error === _DROP) return new Response(null, { status: 500 }); // the head already went out: the connection is dropped
+        // The head already went out: the connection is dropped (or, a forced drain cut the
+        // stream: the drain logged that once, not once a stream).
+        if (error === _DROP || _isDrainAbort(error)) return new Response(null, { status: 500 });
         return fallbackResponse(error, options.log);
       },
     });

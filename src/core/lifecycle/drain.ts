@@ -19,6 +19,15 @@ export interface InFlightWork {
   abortAll?(reason: unknown): void;
 }
 
+// The reasons forced drains aborted in-flight work with: a runtime that reports the streams
+// they cut as errors (Deno's onError) tells them from a handler's failure by these.
+const _drainAborts = new WeakSet<object>();
+
+/** Whether `error` is the reason a forced drain aborted in-flight work with (not a failure to log). */
+export function _isDrainAbort(error: unknown): boolean {
+  return typeof error === "object" && error !== null && _drainAborts.has(error);
+}
+
 /** Options of {@linkcode runUntilDrained}. */
 export interface DrainOptions {
   /**
@@ -181,6 +190,7 @@ async function _drain(server: Server, controller: ShutdownController, info: Stop
     stillRunning = work?.inFlight ?? 0;
     log({ level: "warn", msg: "drain window ran out; force-closing", drainTimeoutMs, stillRunning });
     const reason = new DOMException(`Drain window of ${drainTimeoutMs} ms ran out`, "AbortError");
+    _drainAborts.add(reason);
     try {
       work?.abortAll?.(reason);
     } catch (error) {
