@@ -152,12 +152,20 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
 
   // Runs the gates from `i` on: synchronously until one answers with a promise (a shed wait),
   // then on from there once it settles. The first refusal ends the request, answered at once.
+  // A gate that throws (a runtime's Request it cannot copy) lets go of what the request holds
+  // before the failure reaches the adapter's 500: a permit taken by an earlier gate would
+  // otherwise never come back.
   const pass = (handler: _InfoHandler, a: _Admission, list: readonly Gate[], i: number, withInfo: boolean): Response | Promise<Response> => {
-    for (; i < list.length; i++) {
-      const v = list[i]!.admit(a);
-      if (v === undefined) continue;
-      if (typeof (v as PromiseLike<GateVerdict>).then === "function") return waited(handler, a, list, i, v as Promise<GateVerdict>, withInfo);
-      return denied(a, list[i]!, v as GateRefusal);
+    try {
+      for (; i < list.length; i++) {
+        const v = list[i]!.admit(a);
+        if (v === undefined) continue;
+        if (typeof (v as PromiseLike<GateVerdict>).then === "function") return waited(handler, a, list, i, v as Promise<GateVerdict>, withInfo);
+        return denied(a, list[i]!, v as GateRefusal);
+      }
+    } catch (error) {
+      a.release();
+      throw error;
     }
     return run(handler, a, withInfo);
   };
@@ -199,7 +207,12 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const wrap = (handler: GuardedHandler) => {
     const fetch = serving(handler, false);
     return (request: Request, info?: ServeInfo): Promise<Response> => {
-      const res = fetch(request, info);
+      let res;
+      try {
+        res = fetch(request, info);
+      } catch (error) {
+        return Promise.reject(error); // a promise-returning function fails by rejecting
+      }
       return res instanceof Promise ? res : Promise.resolve(res);
     };
   };

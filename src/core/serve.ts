@@ -2,6 +2,7 @@ import type { ResolvedConfig } from "./config.ts";
 import { type ConnectionGate, createConnectionGate } from "./overload/connection_gate.ts";
 import { type DrainOutcome, runUntilDrained } from "./lifecycle/drain.ts";
 import { exitCodeFor } from "./lifecycle/exit_code.ts";
+import { ServeError } from "./lifecycle/serve_error.ts";
 import { _guardedFetch, createGuard, type Guard, type GuardedHandler, type GuardOptions, type ServeInfo } from "./guard.ts";
 import { consoleLogger, type Host } from "./host/host.ts";
 import { validateLifecycle } from "./lifecycle/lifecycle_config.ts";
@@ -118,7 +119,13 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       flushMarginMs: o.flushMarginMs,
     });
     const connections = createConnectionGate({ maxConnections: guard.config.maxConnections, onDeny: o.onDeny, onEvent: o.onEvent });
-    server = await listen(_guardedFetch(guard, handler), { port: o.port ?? 8000, hostname: o.hostname ?? "127.0.0.1", config: guard.config, connections });
+    try {
+      server = await listen(_guardedFetch(guard, handler), { port: o.port ?? 8000, hostname: o.hostname ?? "127.0.0.1", config: guard.config, connections });
+    } catch (error) {
+      // A port in use, an address not available: the listener's failure, typed as when it fails
+      // later. No exit code is set: the caller may catch it and listen elsewhere.
+      throw new ServeError("io", error);
+    }
     o.onListen?.(server.address);
     const finished = runUntilDrained(server!, controller, {
       drainTimeoutMs: guard.config.drainTimeoutMs,

@@ -6,7 +6,7 @@ import { runtime } from "../support/runtime.ts";
 // The node adapter decides the cheap refusals of a request without a body from its head,
 // before @hono/node-server builds a Request. Seen from outside: a request that cannot be
 // translated at all (HTTP/1.0 without a Host header: @hono/node-server cannot build its URL)
-// is still refused by the gates with their 503 — the translation would have answered 500.
+// is still refused by the gates with their 503 — the translation would have answered 400.
 // The head path exists only in the node adapter, so this runs under Node only.
 const onNode = runtime === "node";
 const skipped = onNode ? "" : ` (skipped on ${runtime}: the head path is the node adapter's)`;
@@ -60,10 +60,10 @@ describe(`node adapter: refusals from the request head (${runtime})`, () => {
       assert.equal(logged.length, 0);
       release();
       assert.equal((await holder.response()).status, 200);
-      // Admitted by the gates, then the translation fails: the adapter's 500, and the permit is back.
+      // Admitted by the gates, then the translation fails: a parser's 400, not logged, and the permit is back.
       const untranslatable = await ask("GET / HTTP/1.0\r\n\r\n");
-      assert.equal(untranslatable.status, 500);
-      assert.equal(logged.length, 1);
+      assert.equal(untranslatable.status, 400);
+      assert.equal(logged.length, 0);
       assert.equal((await ask("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")).status, 200, "the permit was given back");
       assert.equal(handle.guard.inFlight, 0);
     } finally {
@@ -81,10 +81,10 @@ describe(`node adapter: refusals from the request head (${runtime})`, () => {
     try {
       holder.write("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n");
       while (s.started < 1) await new Promise((r) => setTimeout(r, 5));
-      // Untranslatable (HTTP/1.0 without a Host): had it been translated to wait, the answer would be the translation's 500.
+      // Untranslatable (HTTP/1.0 without a Host): had it been translated to wait, the answer would be the translation's 400.
       waiter.write("GET / HTTP/1.0\r\n\r\n");
       const refused = await waiter.response();
-      assert.equal(refused.status, 503, "refused at its wait bound from the head, not answered 500 by a failed translation");
+      assert.equal(refused.status, 503, "refused at its wait bound from the head, not answered 400 by a failed translation");
       assert.deepEqual(denied, ["concurrency/queue-timeout"]);
       assert.equal(refused.headers.get("retry-after"), "1");
       assert.equal(refused.body, "Service Unavailable");

@@ -1,8 +1,9 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { serveHere } from "../support/adapter.ts";
+import { isServeError } from "../../src/core/lifecycle/serve_error.ts";
 import { runtime } from "../support/runtime.ts";
-import { openSock, within } from "../support/reliability.ts";
+import { openSock, rawRequest, within } from "../support/reliability.ts";
 
 describe(`adapter serve (${runtime})`, () => {
   test(`adapter serve: answers over real HTTP on port 0, reports the peer, drains clean on a manual shutdown (${runtime})`, async () => {
@@ -16,6 +17,42 @@ describe(`adapter serve (${runtime})`, () => {
       const outcome = await handle.shutdown("test over");
       assert.equal(outcome.outcome, "clean");
       assert.equal(outcome.reason, "test over");
+    }
+  });
+
+  test(`adapter serve: a port already in use rejects serve() with an io ServeError (the runtime's error as its cause) (${runtime})`, async () => {
+    const first = await serveHere(() => new Response("first"));
+    try {
+      await assert.rejects(
+        serveHere(() => new Response("second"), { port: first.address.port }),
+        (error: unknown) => isServeError(error) && error.kind === "io" && error.code === "SERVE_IO" && error.cause !== undefined,
+      );
+      const res = await fetch(`http://127.0.0.1:${first.address.port}/`);
+      assert.equal(await res.text(), "first", "the first server still answers");
+    } finally {
+      assert.equal((await first.shutdown("test over")).outcome, "clean");
+    }
+  });
+
+  test(`adapter serve: a request with a body whose URL the runtime cannot form (an invalid Host) holds no permit after its answer, and is no 500 (${runtime})`, async () => {
+    const logs: string[] = [];
+    const handle = await serveHere(async (req) => new Response(`read ${(await req.text()).length}`), {
+      concurrencyLimit: 1,
+      shedWaitMs: 0,
+      log: (r) => void logs.push(r.msg),
+    });
+    try {
+      for (const host of ["a b", "[zz"]) {
+        const answer = await rawRequest(handle.address.port, `POST /echo HTTP/1.1\r\nHost: ${host}\r\nContent-Length: 5\r\n\r\n`, "hello");
+        // Node (@hono/node-server cannot build the Request) and Bun (its Request cannot be
+        // copied) refuse it 400; Deno hands it to the handler.
+        assert.ok(answer.status === 400 || (runtime === "deno" && answer.status === 200), `Host ${host}: ${answer.status}`);
+        assert.equal(handle.guard.inFlight, 0, `Host ${host}: the permit came back`);
+      }
+      assert.equal((await fetch(`http://127.0.0.1:${handle.address.port}/`)).status, 200, "the one permit is free");
+      assert.deepEqual(logs.filter((m) => m === "guarded handler failed"), [], "a client's malformed request is not logged as a failure");
+    } finally {
+      assert.equal((await handle.shutdown("test over")).outcome, "clean");
     }
   });
 

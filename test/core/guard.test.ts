@@ -114,6 +114,25 @@ describe("guard: concurrency", () => {
     asyncGuard.dispose();
   });
 
+  test("guard: a gate that throws after the permit was taken (the body cap reading a URL it cannot) frees the permit; a Request the runtime cannot copy is refused 400", async () => {
+    const { guard, denials } = setup({ concurrencyLimit: 1, shedWaitMs: 0, loadMonitor: false, bodyLimitBytes: 64, routeBodyLimits: [{ path: "/big", bytes: 128 }] });
+    const fetch = guard.wrap(async (request) => new Response(await request.text()));
+    // The body cap is the first gate to read the URL here (its route caps): a getter that throws there.
+    const broken = post("hello", {}, "http://localhost/x");
+    Object.defineProperty(broken, "url", { get: () => { throw new TypeError("no URL"); } });
+    await assert.rejects(fetch(broken), /no URL/);
+    assert.equal(guard.inFlight, 0, "the permit came back");
+    // Bun's request with an invalid Host has a relative URL, and no Request can be built from
+    // it; here, a request-shaped object that new Request() cannot take either.
+    const relative = { url: "/x", method: "POST", headers: new Headers({ "content-length": "5" }), body: new Blob(["hello"]).stream(), signal: new AbortController().signal } as unknown as Request;
+    const res = await fetch(relative);
+    assert.equal(res.status, 400);
+    assert.equal(res.headers.get("connection"), "close");
+    assert.deepEqual(denials.map((e) => [e.layer, e.reason, e.status]), [["framing", "malformed-target", 400]]);
+    assert.equal(guard.inFlight, 0);
+    assert.equal((await fetch(post("hello", {}, "http://localhost/x"))).status, 200, "the one permit is free");
+  });
+
   test("guard: a shed wait lets a request take the next free permit, and sheds it when the wait runs out", async () => {
     const { guard, clock } = setup({ concurrencyLimit: 1, shedWaitMs: 100 });
     const gate = deferred();

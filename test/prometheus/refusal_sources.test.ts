@@ -157,6 +157,21 @@ describe(`refusal sources: every refusal reaches onDeny and the exporter (${runt
     });
   });
 
+  test("refusal sources: a request with a body that no Request can be copied from (Bun: an invalid Host leaves its URL relative; in process here) → framing/malformed-target", async () => {
+    const { metrics, denies, sinks } = watch();
+    const guard = createGuard({ clock: createManualClock(), ...sinks });
+    try {
+      const fetch = guard.wrap(() => new Response("never"));
+      const relative = { url: "/x", method: "POST", headers: new Headers({ "content-length": "3" }), body: new Blob(["abc"]).stream(), signal: new AbortController().signal } as unknown as Request;
+      const res = await fetch(relative);
+      assert.equal(res.status, 400);
+      assert.equal(await denials(metrics, "framing", "malformed-target"), 1);
+      assertSaw(denies, "framing", "malformed-target", 400);
+    } finally {
+      guard.dispose();
+    }
+  });
+
   test("refusal sources: framing (gate 4; every runtime's own parser answers these first, so in process) → framing/malformed-length", async () => {
     const { metrics, denies, sinks } = watch();
     const guard = createGuard({ clock: createManualClock(), ...sinks });

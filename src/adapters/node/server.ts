@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { getRequestListener } from "@hono/node-server";
+import { getRequestListener, RequestError } from "@hono/node-server";
 import {
   type _AnswerHead,
   _ClientLeft,
@@ -13,6 +13,7 @@ import {
   closesOnUnreadBody,
   type ConnectionSlot,
   type DeclaredLength,
+  denyResponse,
   fallbackResponse,
   type Listen,
   type Logger,
@@ -147,7 +148,10 @@ export function listenNode(options: NodeListenOptions): Listen {
       // @hono/node-server's direct path: no close listener, no awaited response object.
       return fetch(request, new _NodeInfo(incoming, env.outgoing as ServerResponse, declaresBody));
     }, {
-      errorHandler: (error) => fallbackResponse(error, options.log),
+      // A request @hono/node-server cannot form (an invalid Host, `OPTIONS *`, HTTP/1.0 with no
+      // Host) is the client's error, answered as a parser's 400 would be: no 500, no log line a
+      // request (Bun's parser and the body gate's malformed-target answer 400 too).
+      errorHandler: (error) => (error instanceof RequestError ? denyResponse(400, { close: true }) : fallbackResponse(error, options.log)),
     });
     const http: HttpServer = createServer({
       // Off: the guard's deadline bounds a request (408 + close, a trickled body included),

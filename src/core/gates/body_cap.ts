@@ -7,7 +7,10 @@
 import { limitBody } from "../request/body_limit.ts";
 import { _capFor, closesOnUnreadBody, type RouteBodyLimit, UNREAD_BODY_KEEP_BYTES } from "../request/body_caps.ts";
 import type { _Admission } from "../request/admission.ts";
-import { type Gate, PASS } from "./gate.ts";
+import { type Gate, type GateRefusal, PASS } from "./gate.ts";
+
+// Its layer is framing's: what is wrong is the request's form, not its size.
+const MALFORMED_TARGET: GateRefusal = Object.freeze({ layer: "framing", reason: "malformed-target", status: 400, close: true });
 
 /** The body cap gate. `timed`: a deadline applies (a body must be failable when it passes). */
 export function _bodyCapGate(service: number | undefined, routes: readonly RouteBodyLimit[], timed: boolean): Gate {
@@ -36,7 +39,14 @@ export function _bodyCapGate(service: number | undefined, routes: readonly Route
         onEnd: () => (a.bodyEnded = true),
         bindFail: (fail) => (a.failBody = fail),
       });
-      a.forward = new Request(a.request, { body: limited, duplex: "half" } as RequestInit);
+      try {
+        a.forward = new Request(a.request, { body: limited, duplex: "half" } as RequestInit);
+      } catch {
+        // The runtime's own request has a URL no Request takes (Bun: an invalid Host leaves
+        // it relative): a malformed request, refused like one, its body unread.
+        body.cancel().catch(() => {});
+        return MALFORMED_TARGET;
+      }
       return PASS;
     },
   };

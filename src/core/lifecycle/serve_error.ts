@@ -14,8 +14,8 @@ function _describe(cause: unknown): string {
 }
 
 /**
- * Why serving ended badly. `io`: the server failed on its own (a listener error) and
- * nothing was drained. `flush`: the drain finished, then the `onDrained` hook threw or
+ * Why serving ended badly. `io`: the server failed on its own (it could not listen — `serve()`
+ * rejects with it — or its listener failed while serving) and nothing was drained. `flush`: the drain finished, then the `onDrained` hook threw or
  * rejected; `outcome` says how the drain itself went. The original error is `cause`.
  *
  * @example Telling the kinds apart
@@ -32,7 +32,7 @@ export class ServeError extends HygieneError {
   readonly outcome: DrainOutcome | undefined;
 
   constructor(kind: ServeErrorKind, cause: unknown, outcome?: DrainOutcome) {
-    const what = kind === "io" ? "Server failed while serving" : "Flush hook (onDrained) failed after the drain";
+    const what = kind === "io" ? "Server failed" : "Flush hook (onDrained) failed after the drain";
     super(CODES[kind], `${what}: ${_describe(cause)}`, { cause });
     this.kind = kind;
     this.outcome = outcome;
