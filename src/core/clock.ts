@@ -29,7 +29,8 @@ export interface Clock {
    * Runs `fn` once in the next event-loop turn, after the I/O pending now, with no timer's
    * minimum delay (Node's timers wait at least 1 ms). Optional: a clock without it cannot resume
    * work in the next turn (the load gate then holds its refusal a while, REFUSAL_HOLD_MS, where
-   * it would have made a request wait; the request is never started later).
+   * it would have made a request wait; only a `busy` one is started, by a probe that reads the
+   * loop normal within the hold).
    */
   setImmediate?(fn: () => void): TimerHandle;
 }

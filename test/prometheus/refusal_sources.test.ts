@@ -144,7 +144,9 @@ describe(`refusal sources: every refusal reaches onDeny and the exporter (${runt
     // The probe runs on a manual clock, so only the sample fed here moves it. The manual clock
     // has no setImmediate, so the refusal is held shedWaitMs (on the same clock) before it is sent.
     const clock = createManualClock();
-    await withServer(() => new Response("ok"), { clock, loadMonitor: true, ...sinks }, async (handle) => {
+    // The probe's interval is out of reach of the advance below: a probe that read the loop
+    // normal again within the hold would start the held request instead.
+    await withServer(() => new Response("ok"), { clock, loadMonitor: { sampleIntervalMs: 600_000 }, ...sinks }, async (handle) => {
       assert.equal(await status(handle.address.port, "/"), 200, "the first request starts the probe");
       handle.guard.load!.record(100_000);
       const refused = status(handle.address.port, "/");

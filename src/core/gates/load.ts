@@ -6,15 +6,17 @@
 // does every request that arrives while others wait (they would be started first: newest
 // first); one that has waited the wait bound, or finds the queue full, is refused with the
 // monitor's reason. Where the clock cannot resume work in a later turn (no `setImmediate`:
-// Deno), a request the monitor refuses is not started later, but its refusal is held a while
-// (REFUSAL_HOLD_MS, at most the wait bound) before it is sent: under a closed-loop storm a 503
-// sent at once comes straight back, and each one costs CPU the admitted work needs (Deno's
-// synchronous storm: 5,400 refusals a second, a tenth of the core, against ~1,200 held 100 ms).
-// While no permit is in use (synchronous work) a refusal is held the whole wait bound, and
-// once some are held the batch bound is shorter (HELD_BATCH_MS).
+// Deno), a request the monitor refuses is held a while (REFUSAL_HOLD_MS, at most the wait
+// bound) before its refusal is sent: under a closed-loop storm a 503 sent at once comes
+// straight back, and each one costs CPU the admitted work needs (Deno's synchronous storm:
+// 5,400 refusals a second, a tenth of the core, against ~1,200 held 100 ms). While no permit
+// is in use (synchronous work) a refusal is held the whole wait bound, and once some are held
+// the batch bound is shorter (HELD_BATCH_MS). One refused for a stall or the share (`busy`, not
+// the batch bound) is started instead if a probe reads the loop normal again within its hold
+// (see _heldRefusals): one long handler must not cost the requests read right after it a 503.
 import type { Clock } from "../clock.ts";
 import type { LoadMonitor } from "../overload/load_monitor.ts";
-import { _TurnQueue, type _TurnWaiter } from "../overload/_turn_queue.ts";
+import { _TurnQueue, type _TurnWaiter, TURN_SLICE_MS } from "../overload/_turn_queue.ts";
 import { _WaitQueue } from "../overload/_wait_queue.ts";
 import type { _Admission } from "../request/admission.ts";
 import { _FORCED, type Gate, type GateRefusal, type GateVerdict, PASS } from "./gate.ts";
@@ -101,7 +103,14 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
   // Set by a forced drain: what still waits is refused as the drain's, not as the load's.
   const state = { forced: false };
   const held = waits && queue === undefined ? _heldRefusals(clock, Math.min(wait.waitMs, REFUSAL_HOLD_MS), wait.waitMs, wait.maxWaiting, state) : undefined;
-  const off = queue === undefined ? undefined : load.onTurn(() => queue.wake());
+  const off =
+    queue !== undefined
+      ? load.onTurn(() => queue.wake())
+      : held !== undefined
+        ? load.onTurn(() => {
+            if (held.length > 0 && !load.busy && load.admitShare >= 1) held.start(() => load.pace(), load.maxBatchMs);
+          })
+        : undefined;
   const later = (a: _Admission, refusal: GateRefusal) => {
     const w = new _Later(a, refusal, state);
     return queue!.push(w) ? w : refusal;
@@ -122,7 +131,7 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
       const why = load.refusal(a.startedAt, held !== undefined && held.length > 0 && permits?.inFlight === 0 ? HELD_BATCH_MS : Infinity);
       if (why === undefined || (why === "busy" && permits !== undefined && permits.waiting > 0)) return PASS;
       const refusal = why === "batch" ? batch : busy;
-      return queue !== undefined ? later(a, refusal) : held !== undefined ? held.hold(refusal, a.startedAt, permits?.inFlight === 0) : refusal;
+      return queue !== undefined ? later(a, refusal) : held !== undefined ? held.hold(a, refusal, permits?.inFlight === 0) : refusal;
     },
     get waiting() {
       return queue !== undefined ? queue.length : held !== undefined ? held.length : 0;
@@ -146,42 +155,70 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
 interface _HeldRefusals {
   readonly length: number;
   /**
-   * The refusal, sent once the short hold (or with `long`, the long one) has passed since `at`
-   * (the request's arrival); at once when `maxWaiting` are held.
+   * The request's refusal, sent once the short hold (or with `long`, the long one) has passed
+   * since its arrival; at once when `maxWaiting` are held. A `busy` one may be started first
+   * (`start`).
    */
-  hold(refusal: GateRefusal, at: number, long: boolean): GateRefusal | Promise<GateVerdict>;
+  hold(a: _Admission, refusal: GateRefusal, long: boolean): GateRefusal | PromiseLike<GateVerdict>;
+  /**
+   * Starts held `busy` requests, newest first (the probe read the loop normal: not busy, the
+   * whole share): at least one, then on while `pace()` allows and the slice rule of the turn
+   * queue says the rest fit in `roomMs` (_turn_queue.ts, TURN_SLICE_MS).
+   */
+  start(pace: () => boolean, roomMs: number): void;
   /** Sends every held refusal now, and every later one at once (a forced drain, a disposed guard). */
   sendAll(): void;
   /** Settles the next time none is held (at once if none is). */
   emptied(): Promise<void>;
 }
 
-// Two wait queues (a short hold and a long one), each with one timer that sends each refusal
-// at its bound, oldest first: no slice ever takes a waiter from them. `maxWaiting` bounds both.
+// Four wait queues — a short hold and a long one, for refusals of the batch bound and for
+// `busy` ones (a stall or the share) — each with one timer that sends each refusal at its
+// bound, oldest first. Only `start` takes a waiter early, newest first, and only a `busy` one
+// while no refusal of the batch bound is held: those say a turn's arrivals were too many (a
+// storm), while a stall may be one long handler that is over by the next probe. At light load, with handlers
+// that block the loop 200 ms at a time, 4 of 16 requests were refused (held 500 ms, then
+// 503) where Node and Bun start them in a later turn. `maxWaiting` bounds all four.
 function _heldRefusals(clock: Clock, shortMs: number, longMs: number, maxWaiting: number, state: { readonly forced: boolean }): _HeldRefusals {
-  const short = new _WaitQueue(clock, shortMs, 0);
-  const long = new _WaitQueue(clock, longMs, 0);
+  const batch = [new _WaitQueue(clock, shortMs, 0), new _WaitQueue(clock, longMs, 0)] as const;
+  const busy = [new _WaitQueue(clock, shortMs, 0), new _WaitQueue(clock, longMs, 0)] as const;
+  const all = [...batch, ...busy];
   let closed = false;
+  const length = () => batch[0].length + batch[1].length + busy[0].length + busy[1].length;
   return {
     get length() {
-      return short.length + long.length;
+      return length();
     },
-    hold(refusal, at, isLong) {
-      if (closed || short.length + long.length >= maxWaiting) return refusal;
-      return new Promise<GateVerdict>((send) => {
-        (isLong ? long : short).push({
-          at,
-          live: true,
-          settle: () => send(state.forced ? _FORCED : refusal),
-        });
-      });
+    hold(a, refusal, isLong) {
+      if (closed || length() >= maxWaiting) return refusal;
+      const w = new _Later(a, refusal, state);
+      (refusal.reason === "busy" ? busy : batch)[isLong ? 1 : 0].push({ at: w.at, live: true, settle: (outcome) => w.go(typeof outcome === "number") });
+      return w;
+    },
+    start(pace, roomMs) {
+      // While refusals of the batch bound are held, arrivals are a storm's: starting held
+      // requests then added work the paced load after an overload met as 503s (the step: 1–3
+      // refusals in its half-capacity phase, none before, and the last one 0.5–1.3 s after it).
+      if (batch[0].length + batch[1].length > 0) return;
+      const begun = clock.now();
+      for (let started = 0; ; started++) {
+        // The newest of the two busy queues' newest waiters (each serves newest first).
+        const q = busy[0].length === 0 ? busy[1] : busy[1].length === 0 ? busy[0] : busy[0].newestAt! >= busy[1].newestAt! ? busy[0] : busy[1];
+        const left = q.length;
+        if (left === 0) break;
+        const spent = clock.now() - begun;
+        if (started > 0 && spent >= TURN_SLICE_MS && spent + (spent / started) * left > roomMs) break;
+        if (!pace()) break;
+        const now = clock.now();
+        q.take(now, Infinity)!.settle(now);
+      }
     },
     sendAll() {
       closed = true;
       const now = clock.now();
-      for (const q of [short, long]) for (let w = q.take(now, Infinity, true); w !== undefined; w = q.take(now, Infinity, true)) w.settle("queue-timeout");
+      for (const q of all) for (let w = q.take(now, Infinity, true); w !== undefined; w = q.take(now, Infinity, true)) w.settle("queue-timeout");
     },
-    emptied: () => Promise.all([short.emptied(), long.emptied()]).then(() => {}),
+    emptied: () => Promise.all(all.map((q) => q.emptied())).then(() => {}),
   };
 }
 

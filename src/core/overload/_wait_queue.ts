@@ -72,6 +72,12 @@ export class _WaitQueue {
     return this.#count;
   }
 
+  /** When the newest waiter joined; undefined when none waits. */
+  get newestAt(): number | undefined {
+    // The array's last slot holds a live waiter whenever one waits (#trim keeps it so).
+    return this.#count === 0 ? undefined : this.#items[this.#items.length - 1]!.at;
+  }
+
   /** Whether the queue has not been empty for `lifoAfterMs` (then it serves newest first). */
   standing(now: number): boolean {
     return this.#count > 0 && now - this.#emptyAt >= this.#lifoAfterMs;

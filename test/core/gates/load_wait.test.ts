@@ -5,6 +5,7 @@ import type { DenyEvent } from "../../../src/core/mod.ts";
 import { flushMicrotasks } from "../../support/flush.ts";
 import { createTurnClock, type TurnClock } from "../../support/turn_clock.ts";
 import { createManualClock, type ManualClock } from "../../../src/testing/manual_clock.ts";
+import type { Clock } from "../../../src/core/clock.ts";
 import { HELD_BATCH_MS, REFUSAL_HOLD_MS } from "../../../src/core/gates/load.ts";
 
 // The load gate's later turns, driven by hand: a handler "burns" by moving the clock, the
@@ -397,6 +398,115 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
     assert.equal(guard.concurrency.inFlight, 1, "/hold's permit");
     assert.deepEqual(handled, ["/hold", "/2", "/3", "/4"]);
     assert.deepEqual(denials, [], "the held refusal is not sent yet");
+    guard.dispose();
+  });
+});
+
+// Where refusals are held (no setImmediate: Deno), a request refused for a stall or the share
+// (`busy`) is started if a probe reads the loop normal again within its hold. The probe ticks
+// every 10 ms with the monitor's defaults otherwise; a handler that blocks the loop moves the
+// clock's reading without running its timers (`stall`), as a synchronous handler does.
+describe("load gate: held busy refusals are started once the loop reads normal (a clock without setImmediate)", () => {
+  function stallSetup() {
+    const manual = createManualClock(1000);
+    let skew = 0;
+    const clock: Clock = {
+      now: () => manual.now() + skew,
+      setTimeout: (fn, ms, o) => manual.setTimeout(fn, ms, o),
+      setInterval: (fn, ms, o) => manual.setInterval(fn, ms, o),
+    };
+    const stall = (ms: number) => void (skew += ms);
+    const handled: string[] = [];
+    const denials: DenyEvent[] = [];
+    const guard = createGuard({ loadMonitor: { sampleIntervalMs: 10 }, clock, concurrencyLimit: 64, shedWaitMs: 500, onDeny: (e) => void denials.push(e) });
+    const fetch = guard.wrap((request) => {
+      const path = new URL(request.url).pathname;
+      handled.push(path);
+      if (path === "/block") stall(200);
+      if (path === "/slow") stall(30);
+      return new Response(path);
+    });
+    const statuses: Record<string, number> = {};
+    const get = (path: string) => void Promise.resolve(fetch(new Request(`http://localhost${path}`))).then((res) => void (statuses[path] = res.status));
+    return { manual, stall, guard, handled, denials, get, statuses };
+  }
+
+  test("load gate: after a 200 ms handler, a request the lowered share refuses is held, then started once the share is whole again — not sent a 503", async () => {
+    const { manual, guard, handled, denials, get, statuses } = stallSetup();
+    get("/1"); // starts the probe
+    manual.advance(30);
+    get("/block"); // blocks the loop 200 ms: the probe's next sample reads it
+    manual.advance(10);
+    assert.equal(guard.load!.busy, true, "the 200 ms sample");
+    assert.ok(guard.load!.admitShare < 0.1, `share ${guard.load!.admitShare}`);
+    get("/next"); // light load, but the share says not now: held (no permit in use: the long hold)
+    await flushMicrotasks();
+    assert.equal(guard.waitingForTurn, 1);
+    manual.advance(50);
+    await flushMicrotasks();
+    assert.ok(guard.load!.admitShare < 1, "the share climbs a step a sample");
+    assert.deepEqual(handled, ["/1", "/block"], "not started while the share is below 1");
+    manual.advance(100);
+    await flushMicrotasks();
+    assert.deepEqual(handled, ["/1", "/block", "/next"], "started at the first probe that read the loop normal");
+    assert.equal(statuses["/next"], 200);
+    assert.equal(guard.waitingForTurn, 0);
+    assert.deepEqual(denials, [], "nothing refused");
+    guard.dispose();
+  });
+
+  test("load gate: while a refusal of the batch bound is held (a storm's), a held busy request is not started; once none is, it is", async () => {
+    const { manual, stall, guard, handled, get, statuses } = stallSetup();
+    get("/1");
+    manual.advance(30);
+    get("/slow"); // the turn's first admission, 30 ms of work
+    get("/late"); // past the 25 ms batch bound: held (the long hold, 500 ms)
+    manual.advance(10); // the probe ends the turn (a 30 ms sample: not busy, the share whole)
+    stall(100);
+    get("/b"); // the probe is overdue: busy, held
+    await flushMicrotasks();
+    assert.equal(guard.waitingForTurn, 2);
+    manual.advance(300);
+    await flushMicrotasks();
+    assert.deepEqual(handled, ["/1", "/slow"], "the loop reads normal, but a batch refusal is held");
+    manual.advance(250); // /late's hold ends: sent; /b is started at the next probe
+    await flushMicrotasks();
+    assert.equal(statuses["/late"], 503);
+    assert.equal(statuses["/b"], 200);
+    assert.deepEqual(handled, ["/1", "/slow", "/b"]);
+    guard.dispose();
+  });
+
+  test("load gate: a request read while the probe is overdue (a stall outside any handler) is held, then started newest first; past its hold it is refused as before", async () => {
+    const { manual, stall, guard, handled, denials, get, statuses } = stallSetup();
+    get("/1");
+    manual.advance(30);
+    stall(100); // the loop stalls (not a handler: no turn is admitting)
+    get("/a");
+    get("/b");
+    await flushMicrotasks();
+    assert.equal(guard.waitingForTurn, 2, "both read the stall: held");
+    manual.advance(200);
+    await flushMicrotasks();
+    assert.deepEqual(handled, ["/1", "/b", "/a"], "newest first, once the loop read normal");
+    assert.deepEqual([statuses["/a"], statuses["/b"]], [200, 200]);
+    // A loop that stays loaded past the hold: the held request is refused at its bound.
+    manual.advance(10);
+    for (let i = 0; i < 60; i++) {
+      stall(60); // every sample reads 60 ms: busy throughout
+      manual.advance(10);
+    }
+    get("/late"); // the share is at its floor: held
+    await flushMicrotasks();
+    assert.equal(guard.waitingForTurn, 1);
+    for (let i = 0; i < 55 && statuses["/late"] === undefined; i++) {
+      stall(60);
+      manual.advance(10);
+      await flushMicrotasks();
+    }
+    assert.equal(statuses["/late"], 503, "refused at its hold's end: the loop never read normal");
+    assert.ok(!handled.includes("/late"));
+    assert.deepEqual(denials.map((e) => [e.layer, e.reason]), [["load", "busy"]]);
     guard.dispose();
   });
 });
