@@ -2,6 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { EventEmitter } from "node:events";
 import { Hono } from "hono";
+import type { Context } from "hono";
 import { bodyLimit, hygiene, hygieneContext, inFlightCap, noTimeout, rateLimit, timeout } from "../../src/hono/mod.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { createManualClock } from "../../src/testing/manual_clock.ts";
@@ -128,6 +129,29 @@ describe(`hono middleware (${runtime})`, () => {
     assert.deepEqual(statuses, [404, 404, 429], "admitted ones reach the not-found handler; the third is over the limit");
     assert.equal((await app.request("/")).status, 429);
     assert.equal(notFound, 2, "only for the admitted requests");
+  });
+
+  test("hono: a routeBodyLimits cap covers every request Hono's router gives its route — percent-encoded paths, and `/x/*` for `/x` itself", async () => {
+    const app = new Hono();
+    app.use(hygiene({ loadMonitor: false, bodyLimitBytes: 32, routeBodyLimits: [{ path: "/login", bytes: 16 }, { path: "/api/*", bytes: 16 }, { path: "/up", bytes: 64 }] }));
+    const routed: string[] = [];
+    const read = (name: string) => async (c: Context) => (routed.push(name), c.text(String((await c.req.arrayBuffer()).byteLength)));
+    app.post("/login", read("login"));
+    app.post("/api/*", read("api"));
+    app.post("/up", read("up"));
+    const body = (n: number) => post("x".repeat(n), { "content-length": String(n) });
+    for (const path of ["/login", "/%6cogin", "/%6Cogin", "/l%6fgin?x=1", "/api/x", "/%61pi/x", "/ap%69/x", "/api", "/api?x"]) {
+      const res = await app.request(path, body(50));
+      assert.equal(res.status, 413, `${path}: the route's 16-byte cap`);
+    }
+    assert.deepEqual(routed, [], "no handler read an over-cap body");
+    // Within the cap, Hono routes the same paths to the same handlers.
+    for (const path of ["/%6cogin", "/%61pi/x", "/api"]) assert.equal((await app.request(path, body(10))).status, 200, path);
+    assert.deepEqual(routed, ["login", "api", "api"]);
+    // A raise declared for /up covers its encoded form: not the service's 413.
+    assert.equal((await app.request("/%75p", body(50))).status, 200);
+    // An escaped "%" stays escaped, for Hono's router and for the cap alike: not /login's cap.
+    assert.equal((await app.request("/%256cogin", body(20))).status, 404);
   });
 
   test("hono: a route-level bodyLimit wins over the app-level cap, larger (declared in routeBodyLimits) or smaller", async () => {

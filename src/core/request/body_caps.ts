@@ -7,8 +7,10 @@ import type { DeclaredLength } from "./body_limit.ts";
 /** One route's body cap, declared in the guard's options so it applies before the handler runs. */
 export interface RouteBodyLimit {
   /**
-   * The request path, matched against the URL's pathname as the request carries it: exact
-   * (`/upload`), or every path under a prefix when it ends in `*` (`/files/*`).
+   * The request path, matched as Hono's router matches it: against the URL's pathname decoded
+   * as Hono decodes it (`/%75pload` is `/upload`; `%25` and reserved escapes such as `%2F` stay
+   * encoded), exact (`/upload`), or every path under a prefix when it ends in `*` (`/files/*`,
+   * which also matches `/files` itself, as Hono's does). Case and a trailing slash count.
    */
   readonly path: string;
   /** Only requests with this method (case-insensitive). @default every method */
@@ -89,15 +91,39 @@ function _pathOf(url: string): string {
   return url.slice(start, end);
 }
 
+/**
+ * A path decoded as Hono's router decodes it before matching (hono/utils/url.ts, getPath):
+ * `decodeURI` with `%25` kept, each malformed escape left as it is. A route's cap must cover
+ * every request the route's handler gets: matched on the encoded path, `POST /%6cogin` reached
+ * a `/login` handler with the service cap instead of the route's lower one (a review).
+ */
+function _decodedPath(path: string): string {
+  if (!path.includes("%")) return path;
+  const kept = path.includes("%25") ? path.replace(/%25/g, "%2525") : path;
+  try {
+    return decodeURI(kept);
+  } catch {
+    return kept.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
+      try {
+        return decodeURI(run);
+      } catch {
+        return run;
+      }
+    });
+  }
+}
+
 /** The cap that applies to `request`: the first matching route's, else the service cap. */
 export function _capFor(request: Request, service: number | undefined, routes: readonly RouteBodyLimit[]): number | undefined {
   if (routes.length === 0) return service;
-  const path = _pathOf(request.url);
+  const path = _decodedPath(_pathOf(request.url));
   const method = request.method;
   for (const route of routes) {
     if (route.method !== undefined && route.method !== method) continue;
     const p = route.path;
-    if (p.endsWith("*") ? path.startsWith(p.slice(0, -1)) : path === p) return route.bytes;
+    if (!p.endsWith("*")) {
+      if (path === p) return route.bytes;
+    } else if (path.startsWith(p.slice(0, -1)) || (p.endsWith("/*") && path === p.slice(0, -2))) return route.bytes;
   }
   return service;
 }
