@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { connect } from "node:net";
+import { connect, type Socket } from "node:net";
 import type { DenyEvent } from "../../src/core/events.ts";
 import { parsePromText, valueOf } from "../support/prom_text.ts";
 import { probeNewConnection, rawConnect } from "../support/raw_http.ts";
@@ -199,11 +199,82 @@ describe(`node adapter connection gate (${runtime})`, () => {
 
   test(`node adapter: headersTimeoutMs and keepAliveTimeoutMs are validated as every other duration (0 would turn node's header deadline off)${why}`, skip, async () => {
     const { serve } = await import("../../src/adapters/node/mod.ts");
-    for (const [field, value] of [["headersTimeoutMs", 0], ["headersTimeoutMs", Number.NaN], ["keepAliveTimeoutMs", -1], ["keepAliveTimeoutMs", 2 ** 31]] as const) {
+    for (const [field, value] of [["headersTimeoutMs", 0], ["headersTimeoutMs", Number.NaN], ["keepAliveTimeoutMs", -1], ["keepAliveTimeoutMs", 2 ** 31], ["writeStallTimeoutMs", 0], ["writeStallTimeoutMs", -5]] as const) {
       await assert.rejects(serve(() => new Response("ok"), { port: 0, log: () => {}, [field]: value }), {
         name: "RangeError",
         message: new RegExp(`^Cannot serve on node as "${field}" must be`),
       }, `${field}: ${value}`);
+    }
+  });
+
+  test(`node adapter: clients that stopped reading a large answer do not hold the connection cap: past writeStallTimeoutMs their connections close and a newcomer is served; a stream with nothing to send is not cut${why}`, { ...skip, timeout: 30_000 }, async () => {
+    const { serve } = await import("../../src/adapters/node/mod.ts");
+    const big = new Uint8Array(16 * 1024 * 1024).fill(120); // far past the loopback socket buffers
+    // Long against the slow reader's 60 ms pace, so a slow machine's pause does not read as a stall.
+    const STALL_MS = 2000;
+    const handle = await serve(async (request) => {
+      const path = new URL(request.url).pathname;
+      if (path === "/big") return new Response(big);
+      if (path === "/quiet") {
+        // One event, then nothing to send for longer than the stall bound, then the end.
+        const stream = new ReadableStream<Uint8Array>({
+          start(controller) {
+            controller.enqueue(new TextEncoder().encode("data: 1\n\n"));
+            setTimeout(() => (controller.enqueue(new TextEncoder().encode("data: end\n\n")), controller.close()), STALL_MS + 500);
+          },
+        });
+        return new Response(stream, { headers: { "content-type": "text/event-stream" } });
+      }
+      return new Response("ok");
+    }, { port: 0, maxConnections: 4, writeStallTimeoutMs: STALL_MS, log: (r) => void (r.msg === "closed a connection whose client stopped reading" && cut++), loadMonitor: false });
+    let cut = 0;
+    const sockets: Socket[] = [];
+    try {
+      // The quiet stream's client reads everything; two clients ask for /big and never read.
+      const quiet = connect(handle.address.port, "127.0.0.1");
+      sockets.push(quiet);
+      let streamed = "";
+      const quietEnded = new Promise<void>((resolve) => quiet.on("data", (d) => (streamed += d)).on("close", () => resolve()));
+      quiet.write("GET /quiet HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+      // A slow reader: it takes the answer a little at a time, in bursts well inside the bound.
+      const slow = connect(handle.address.port, "127.0.0.1");
+      sockets.push(slow);
+      let slowRead = 0;
+      const slowEnded = new Promise<void>((resolve) => slow.on("data", (d) => (slowRead += d.length)).on("end", () => resolve()));
+      slow.write("GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+      slow.pause();
+      const pacing = setInterval(() => (slow.resume(), setTimeout(() => slow.pause(), 2)), 60);
+      for (let i = 0; i < 2; i++) {
+        const s = connect(handle.address.port, "127.0.0.1");
+        s.pause(); // reads nothing (so it would not see the close either)
+        s.on("error", () => {});
+        sockets.push(s);
+        s.write("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+      }
+      while (handle.server.connectionCount!() < 4) await new Promise((r) => setTimeout(r, 5));
+      // The server closes the stalled connections (their clients read nothing)...
+      for (let waited = 0; cut < 2; waited += 20) {
+        assert.ok(waited < 15_000, `stalled connections closed: ${cut} of 2`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      // ...and only those: resumed, each reads what the kernel held of its answer, then the reset.
+      for (const s of sockets.slice(2)) {
+        let read = 0;
+        await new Promise<void>((resolve) => s.on("data", (d) => (read += d.length)).on("close", () => resolve()).resume());
+        assert.ok(read < big.length, `a stalled client read ${read} bytes before its connection ended`);
+      }
+      // ...so the cap has room: a newcomer is served.
+      assert.equal((await fetch(`http://127.0.0.1:${handle.address.port}/`)).status, 200);
+      // The quiet stream was idle past the bound with nothing to send: it ran to its end.
+      await quietEnded;
+      assert.match(streamed, /data: 1\n\n[\s\S]*data: end/);
+      // The slow reader kept taking bytes: it got the whole answer.
+      await slowEnded;
+      clearInterval(pacing);
+      assert.ok(slowRead > big.length, `the slow reader read ${slowRead} bytes`);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await handle.shutdown("test done");
     }
   });
 

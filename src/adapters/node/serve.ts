@@ -8,6 +8,14 @@ export interface NodeServeOptions extends ServeOptions, NodeHostOptions {
   headersTimeoutMs?: number;
   /** Idle keep-alive sockets close after this. @default 5000 */
   keepAliveTimeoutMs?: number;
+  /**
+   * A connection whose response has bytes waiting to be sent, and that has sent none of them
+   * for this long (a client that stopped reading), is closed, so it cannot hold the connection
+   * cap. A stream with nothing to send is not cut; a slow reader that keeps taking bytes is not
+   * either. Bun's idle timeout does the same there (10 s); Deno has no connection cap.
+   * `Infinity`: never. @default 10000
+   */
+  writeStallTimeoutMs?: number;
 }
 
 /**
@@ -31,10 +39,11 @@ export function serve(handler: GuardedHandler, options: NodeServeOptions = {}): 
   try {
     if (options.headersTimeoutMs !== undefined) _durationMs("serve on node", "headersTimeoutMs", options.headersTimeoutMs);
     if (options.keepAliveTimeoutMs !== undefined) _durationMs("serve on node", "keepAliveTimeoutMs", options.keepAliveTimeoutMs);
+    if (options.writeStallTimeoutMs !== undefined) _durationMs("serve on node", "writeStallTimeoutMs", options.writeStallTimeoutMs, { infinity: true });
   } catch (error) {
     return Promise.reject(error);
   }
   const host = createNodeHost(options);
   const log = options.log ?? host.log!;
-  return serveWith(host, listenNode({ headersTimeoutMs: options.headersTimeoutMs, keepAliveTimeoutMs: options.keepAliveTimeoutMs, log }), handler, options);
+  return serveWith(host, listenNode({ headersTimeoutMs: options.headersTimeoutMs, keepAliveTimeoutMs: options.keepAliveTimeoutMs, writeStallTimeoutMs: options.writeStallTimeoutMs, log }), handler, options);
 }

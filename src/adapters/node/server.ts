@@ -30,7 +30,64 @@ export interface NodeListenOptions {
   headersTimeoutMs?: number;
   /** Idle keep-alive sockets close after this. @default 5000 */
   keepAliveTimeoutMs?: number;
+  /** See {@linkcode NodeServeOptions.writeStallTimeoutMs}. @default 10000 */
+  writeStallTimeoutMs?: number;
   log: Logger;
+}
+
+// Where the stall sweep keeps what it saw of a socket's sending: the bytes of completed
+// writes, the least queued for the kernel, and since when neither has moved.
+const DONE = Symbol("serve-hygiene bytes written");
+const QUEUED = Symbol("serve-hygiene bytes queued");
+const SINCE = Symbol("serve-hygiene sending stalled since");
+
+interface _Sending {
+  [DONE]?: number;
+  [QUEUED]?: number;
+  [SINCE]?: number;
+  // libuv's bytes not yet taken by the kernel: what node's own socket timeout reads to tell a
+  // write in progress from a stalled one (one large write stays whole in writableLength).
+  _handle?: { writeQueueSize?: number } | null;
+}
+
+/**
+ * Closes each connection that has bytes waiting to be sent and has sent none for `stallMs`: a
+ * client that stopped reading a response larger than the socket's buffers. Nothing else ends
+ * it — the guard's deadline is over once the handler settled, node's own request timeout is
+ * off (the deadline is the guard's), and node's header and keep-alive timeouts do not apply
+ * while a response is being written — so `maxConnections` such clients held the connection
+ * cap for as long as they liked (a review: eight of them, 8 MiB answers unread, refused every
+ * newcomer 503 for 45 s). An idle stream (nothing to send) is not touched. Read at each sweep,
+ * every quarter of `stallMs` (at most 1 s): nothing a request.
+ */
+function _sweepStalled(open: ReadonlySet<Socket>, stallMs: number, log: Logger): () => void {
+  if (stallMs === Infinity) return () => {};
+  const every = Math.min(1000, Math.max(10, stallMs / 4));
+  const sweep = setInterval(() => {
+    const now = performance.now();
+    for (const socket of open) {
+      const s = socket as Socket & _Sending;
+      const pending = socket.writableLength;
+      const queued = s._handle?.writeQueueSize ?? pending;
+      if (pending === 0 || queued === 0) {
+        s[SINCE] = undefined;
+        continue;
+      }
+      // Progress: a write completed (node counts bytes still buffered in bytesWritten too), or
+      // the kernel took part of the one in flight.
+      const done = socket.bytesWritten - pending;
+      if (s[SINCE] === undefined || done > s[DONE]! || queued < s[QUEUED]!) {
+        s[DONE] = done;
+        s[QUEUED] = queued;
+        s[SINCE] = now;
+      } else if (now - s[SINCE] >= stallMs) {
+        log({ level: "debug", msg: "closed a connection whose client stopped reading", writeStallTimeoutMs: stallMs, unsentBytes: queued });
+        socket.destroy();
+      }
+    }
+  }, every);
+  sweep.unref();
+  return () => clearInterval(sweep);
 }
 
 // A client over the connection cap gets an HTTP answer it can act on, not a reset: the same
@@ -221,10 +278,12 @@ export function listenNode(options: NodeListenOptions): Listen {
         slot.closed();
       });
     });
+    const stopSweep = _sweepStalled(open, options.writeStallTimeoutMs ?? 10_000, options.log);
     const closed = new Promise<void>((resolve, reject) => {
       http.once("close", resolve);
       http.on("error", reject);
     });
+    closed.then(stopSweep, stopSweep);
     closed.catch(() => {}); // observed by the drain; never an unhandled rejection here
     return new Promise<Server>((resolve, reject) => {
       http.once("error", reject);
