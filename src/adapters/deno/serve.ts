@@ -20,11 +20,12 @@ import { _watchLegacyAbort } from "./legacy_abort.ts";
 /** Options of the Deno adapter's {@linkcode serve}. */
 export interface DenoServeOptions extends ServeOptions, DenoHostOptions {
   /**
-   * When an answer says `Connection: close` and the request's unread body is over 64 KiB or
-   * of unknown length (a refused upload, a chunked body nobody read), drop the connection
-   * after the answer's text instead of letting Deno read the rest to its end: the client gets
-   * the status and the text, but the chunked body is left unterminated (reading it fails).
-   * `false`: Deno reads every unread body to its end before closing, however long it is.
+   * When the body cap refuses an upload (413) whose unread rest is over 64 KiB or of unknown
+   * length, drop the connection after the answer's text instead of letting Deno read the rest
+   * to its end: the client gets the status and the text, but the chunked body is left
+   * unterminated (reading it fails). A handler's own answer to a body it left unread is sent
+   * whole and Deno reads the rest (dropped, the reset cut large answers short). `false`: Deno
+   * reads a refused upload's rest to its end too, however long it is.
    * @default true
    */
   dropUnreadBody?: boolean;
@@ -34,15 +35,21 @@ export interface DenoServeOptions extends ServeOptions, DenoHostOptions {
 // connection, whatever the response says (Connection: close, a cancelled body: see
 // scripts/probes/unread_body.ts and deno_slow_connections.ts). Its one way to drop a
 // connection is a response body that fails after the head went out (drop.ts). Two answers end
-// that way: one the core marked (`dropConnectionAfter`: a 408 to a trickling body), and a
-// `Connection: close` answer to a request whose unread rest is large or unknown (a refused
-// upload, a chunked body nobody read). The client has the status and the text, but the
-// chunked body never ends.
+// that way: one the core marked (`dropConnectionAfter`: a 408 to a trickling body), and the
+// body cap's 413 to a request whose unread rest is large or unknown (a refused upload, which
+// may never end). The client has the status and the text, but the chunked body never ends.
+// Not a handler's own answer: a connection dropped with the request's rest unread is reset,
+// and the reset took what the client had not read yet of the answer (a review: 113 KiB of a
+// 256 KiB answer arrived, 4.3 of 5 MiB; a client still sending loses even a short one). Deno
+// reads that rest, then the connection goes on, as a bare Deno.serve's does. (Reading it for
+// a while before the drop, a lingering close, cannot be had: a read Deno holds pending keeps
+// the drop from happening until the client's next byte, and a declared body's next read may
+// not come back for many bytes.)
 function _drops(request: Request, res: Response, drop: boolean): boolean {
   if (dropsConnection(res)) return true;
   // A GET or HEAD is never answered for an unread body (its body is not checked on Deno).
-  if (!drop || request.method === "GET" || request.method === "HEAD") return false;
-  if (res.headers.get("connection") !== "close" || (request.bodyUsed && res.status !== 413)) return false;
+  if (!drop || res.status !== 413 || request.method === "GET" || request.method === "HEAD") return false;
+  if (res.headers.get("connection") !== "close") return false;
   return closesOnUnreadBody(declaredLength(request.headers));
 }
 

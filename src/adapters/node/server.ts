@@ -90,6 +90,27 @@ function _sweepStalled(open: ReadonlySet<Socket>, stallMs: number, log: Logger):
   return () => clearInterval(sweep);
 }
 
+/** How long a connection closed with its request's body unread goes on reading (and discarding) it. */
+export const LINGER_MS = 2000;
+
+/**
+ * A lingering close (as nginx and Apache do), node's `destroySoon` for a connection closed
+ * after an answer to a request whose body is still arriving: the answer is written, then FIN,
+ * and the socket is destroyed once the client closes its side, or after LINGER_MS, while node
+ * reads the body's rest and discards it (it dumps an unread request). Destroyed at once, with
+ * the client's bytes unread, the connection is reset, and the reset takes what the client has
+ * not read yet of the answer: a 1 MiB answer to a 100 KB body the handler ignored arrived with
+ * 0 bytes (a review).
+ */
+function _lingeringClose(this: Socket): void {
+  this.end();
+  const destroy = () => this.destroy();
+  const timer = setTimeout(destroy, LINGER_MS);
+  timer.unref();
+  this.once("end", destroy);
+  this.once("close", () => clearTimeout(timer));
+}
+
 // A client over the connection cap gets an HTTP answer it can act on, not a reset: the same
 // head and body as every other 503 (refuse.ts), written to the socket before any request.
 const overCap = (retryAfterMs: number): string => {
@@ -111,11 +132,13 @@ type _Tracked = ServerResponse & { [SLOT]?: ConnectionSlot; [CLOSING]?: boolean 
 /**
  * A response is done: its connection is idle again. Node forgets a request whose body never
  * finished once its response is done: it would never emit end, error or close, and a handler
- * reading it would wait forever, so a closing one is destroyed.
+ * reading it would wait forever, so a closing one is destroyed — unless its connection
+ * lingers (_lingeringClose), which ends it within LINGER_MS: destroyed now, the request would
+ * take its socket with it, and the reset the answer.
  */
 function _responseClosed(this: _Tracked): void {
   this[SLOT]?.requestEnded();
-  if (this[CLOSING] === true && !this.req.complete) this.req.destroy();
+  if (this[CLOSING] === true && !this.req.complete && (this.req.socket as { destroySoon?: unknown } | null)?.destroySoon !== _lingeringClose) this.req.destroy();
 }
 
 /** Whether the head declares a body (any method: a GET may carry one too). */
@@ -243,6 +266,7 @@ export function listenNode(options: NodeListenOptions): Listen {
           if (!req.complete && (args[0] === 408 || closesOnUnreadBody(_declared(req)))) {
             this.setHeader("connection", "close");
             (this as _Tracked)[CLOSING] = true;
+            (req.socket as Socket & { destroySoon(): void }).destroySoon = _lingeringClose;
           }
           return writeHead.apply(this, args);
         } as ServerResponse["writeHead"];
