@@ -55,6 +55,13 @@ function _envFor(env: unknown, original: Request, capped: Request): unknown {
   });
 }
 
+// The headers an answer the guard put in place does not take from the response it replaces.
+const _NOT_CARRIED = new Set([
+  "accept-ranges", "age", "cache-control", "connection", "content-disposition", "content-encoding", "content-language",
+  "content-length", "content-location", "content-range", "content-type", "etag", "expires", "keep-alive", "last-modified",
+  "location", "retry-after", "set-cookie", "trailer", "transfer-encoding", "vary",
+]);
+
 /**
  * The whole request path as app-level Hono middleware, for apps served by something other
  * than serve-hygiene's adapters (which apply the guard themselves). The rest of the chain
@@ -81,8 +88,21 @@ export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddlewar
   const guard = createGuard(options, host);
   // Only a refusal or a changed answer replaces the response: Hono's res setter rebuilds the
   // response it is given, which would turn the app's own answer into a stream-bodied copy.
+  // It is cleared first, so Hono's setter copies no header: the answer keeps its own head, and
+  // takes of the one it replaces only what is about neither the representation nor caching nor
+  // the connection (earlier middleware's CORS and security headers). Copied by Hono, a route's
+  // Cache-Control made a 408 cacheable, its Set-Cookie went out on it, and a compress()'s
+  // Content-Encoding labelled a plain-text 413 gzip (reviews).
   const answer = (c: Parameters<MiddlewareHandler>[0], res: Response) => {
-    if (res !== c.res) c.res = res;
+    const prev = c.res;
+    if (res === prev) return;
+    let headers: Headers | undefined;
+    for (const [name, value] of prev.headers) {
+      if (_NOT_CARRIED.has(name) || res.headers.has(name)) continue;
+      (headers ??= new Headers(res.headers)).append(name, value);
+    }
+    c.res = undefined;
+    c.res = headers === undefined ? res : new Response(res.body, { status: res.status, statusText: res.statusText, headers });
   };
   // Built once: the request's Hono context and `next` travel in the info it is called with.
   // The chain answers in its context, not in `next()`'s value: the guard reads the answer

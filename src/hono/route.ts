@@ -192,7 +192,10 @@ export const inFlightCap = (options: InFlightCapOptions = {}): MiddlewareHandler
   return async function inFlightCap(c, next) {
     const context = hygieneContext(c);
     const clientKey = context?.key ?? keyOf(c.req.raw, { peer: peerOf(c) });
-    const slot = limiter.shedWaitMs === 0 ? limiter.tryAcquire(clientKey) : await limiter.acquire(clientKey, c.req.raw.signal);
+    // A wait ends with the request: at its deadline or a forced drain too (the context's
+    // signal), not only when the client leaves — else a request answered 408 while it waited
+    // ran its handler later, or was reported refused a second time at the wait's end.
+    const slot = limiter.shedWaitMs === 0 ? limiter.tryAcquire(clientKey) : await limiter.acquire(clientKey, context?.signal ?? c.req.raw.signal);
     if (!slot.ok) {
       // "aborted": the client left while waiting; nobody is answered, nothing is reported.
       if (slot.reason !== "aborted") {

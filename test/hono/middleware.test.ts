@@ -154,6 +154,29 @@ describe(`hono middleware (${runtime})`, () => {
     assert.equal((await app.request("/%256cogin", body(20))).status, 404);
   });
 
+  test("hono: hygiene()'s own answers keep their head: not the route's Cache-Control, Set-Cookie or Content-Encoding (Hono's header copy), but earlier middleware's CORS header", async () => {
+    const app = new Hono();
+    app.use(async (c, next) => {
+      c.header("access-control-allow-origin", "*"); // a CORS middleware, before the guard
+      await next();
+    });
+    app.use(hygiene({ bodyLimitBytes: 10, loadMonitor: false }));
+    app.post("/upload", async (c) => {
+      c.header("cache-control", "public, max-age=3600");
+      c.header("set-cookie", "session=abc");
+      c.header("content-encoding", "gzip"); // as compress() would label its answer
+      await c.req.arrayBuffer(); // past the cap: the guard's 413
+      return c.text("never");
+    });
+    const res = await app.request("/upload", post("x".repeat(50)));
+    assert.equal(res.status, 413);
+    assert.equal(res.headers.get("cache-control"), "no-store");
+    assert.equal(res.headers.get("set-cookie"), null);
+    assert.equal(res.headers.get("content-encoding"), null);
+    assert.equal(res.headers.get("access-control-allow-origin"), "*");
+    assert.equal(await res.text(), "Content Too Large");
+  });
+
   test("hono: a route-level bodyLimit wins over the app-level cap, larger (declared in routeBodyLimits) or smaller", async () => {
     const app = new Hono();
     app.use(hygiene({ bodyLimitBytes: 10, routeBodyLimits: [{ path: "/upload", bytes: 1000 }], clock: createManualClock() }));
@@ -336,6 +359,34 @@ describe(`hono middleware (${runtime})`, () => {
     gate.resolve();
     assert.equal((await first).status, 200);
     assert.equal((await app.request("/export", {}, env)).status, 200);
+  });
+
+  test("hono: a request answered 408 while it waits in inFlightCap leaves the wait: its handler never runs, and it is not reported refused again", async () => {
+    const clock = createManualClock();
+    const denials: string[] = [];
+    const app = new Hono();
+    app.use(hygiene({ requestTimeoutMs: 1000, drainTimeoutMs: 2000, clock, loadMonitor: false, onDeny: (e) => void denials.push(`${e.layer}/${e.reason}`) }));
+    const hold = deferred();
+    const ran: string[] = [];
+    const cap = inFlightCap({ perKey: 1, shedWaitMs: 5000, clock });
+    app.get("/hold", noTimeout(), cap, async (c) => (ran.push("hold"), await hold.promise, c.text("held")));
+    app.get("/wait", cap, (c) => (ran.push("wait"), c.text("waited")));
+    const env = { peer: { address: "10.0.0.9" } };
+    const held = app.request("/hold", {}, env);
+    await flushMicrotasks();
+    const waiting = app.request("/wait", {}, env);
+    await flushMicrotasks();
+    for (let t = 0; t < 1500; t += 10) {
+      clock.advance(10); // past /wait's deadline (armed at the first tick that finds it waiting), within the cap's wait
+      await flushMicrotasks();
+    }
+    assert.equal((await waiting).status, 408);
+    hold.resolve();
+    assert.equal((await held).status, 200);
+    clock.advance(5000); // past the cap's wait bound
+    await flushMicrotasks();
+    assert.deepEqual(ran, ["hold"], "the answered request's handler never ran");
+    assert.deepEqual(denials, ["timeout/deadline"], "one refusal, reported once");
   });
 
   test("hono: without a guard, inFlightCap reports its refusals to its own onEvent, once; rateLimit to its limiter's", async () => {
