@@ -81,6 +81,20 @@ describe("guard: concurrency", () => {
     assert.deepEqual(errors, [boom, boom]);
   });
 
+  test("guard: a handler that fails because its client left (its wait on the request's signal rejected) is not reported to onError", async () => {
+    const { guard, errors } = setup({ concurrencyLimit: 1, loadMonitor: false });
+    const left = new AbortController();
+    const res = guard.wrap((request) => new Promise<Response>((_, reject) => request.signal.addEventListener("abort", () => reject(request.signal.reason))))(new Request("http://localhost/", { signal: left.signal }));
+    await flushMicrotasks();
+    left.abort("Client connection prematurely closed.");
+    assert.equal((await res).status, 500, "answered, though nobody reads it");
+    assert.deepEqual(errors, []);
+    assert.equal(guard.inFlight, 0);
+    // A handler that fails while its client is still there is reported as before.
+    await guard.wrap(() => Promise.reject(new Error("boom")))(GET());
+    assert.equal(errors.length, 1);
+  });
+
   test("guard: an onError hook that throws is logged; the request is still answered 500 and its permit freed", async () => {
     const logged: unknown[] = [];
     const guard = createGuard({

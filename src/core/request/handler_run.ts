@@ -135,8 +135,10 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
     let out: Response;
     if (a.overflowed || isBodyTooLargeError(error)) out = overCap(a);
     else {
-      // After a 408 the failure is the expected reaction to the aborted signal.
-      if (a.abandonedBy === undefined) onError(error, a.request);
+      // After a 408 the failure is the expected reaction to the aborted signal, and so it is
+      // once the client left (a wait on the request's signal rejected: @hono/node-server aborts
+      // it with a string that reached onError as a handler's failure, a review found).
+      if (a.abandonedBy === undefined && !(a.info?.clientGone ?? a.request.signal.aborted)) onError(error, a.request);
       out = _refusalResponse(500);
     }
     // A read that failed at the cap is the client's doing, answered 413: not a handler error.
