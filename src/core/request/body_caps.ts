@@ -141,6 +141,19 @@ export function _unreadCloses(request: Request, declared: DeclaredLength | undef
 /** `res` with `Connection: close`, as a new Response (the handler's own may be shared or immutable). */
 export function _withClose(res: Response): Response {
   if (res.headers.get("connection") === "close") return res;
+  // Marked in place: a copy loses what the runtime keeps off the headers — Bun's implied
+  // Content-Type of a string body (a review: text/plain became application/octet-stream), which
+  // even reading `res.body` loses there. Not a null-body status (204, 205, 304): such an answer
+  // may be one object shared between requests, and has no body to lose (copied). Immutable
+  // headers (an upstream's Response passed through) throw: copied then.
+  if (res.status !== 204 && res.status !== 205 && res.status !== 304) {
+    try {
+      res.headers.set("connection", "close");
+      return res;
+    } catch {
+      // copied below
+    }
+  }
   const headers = new Headers(res.headers);
   headers.set("connection", "close");
   try {
