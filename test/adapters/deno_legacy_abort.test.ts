@@ -8,10 +8,10 @@ import { repoRoot, runtime } from "../support/runtime.ts";
 // unstable flag is on (RUNTIMES.md): the Deno adapter tells the user, once, how to turn it
 // on. The fixture runs as a real Deno child without the project's deno.json (which enables
 // the flag), so it sees what a consumer's project without the setting sees.
-function runFixture(flags: string[]): Promise<{ records: { level: string; msg: string; fix?: string }[] }> {
+function runFixture(flags: string[], env: Record<string, string> = {}): Promise<{ records: { level: string; msg: string; fix?: string }[] }> {
   const deno = join(repoRoot, "node_modules", ".bin", "deno");
   return new Promise((resolve, reject) => {
-    execFile(deno, ["run", "-A", "--no-config", ...flags, "test/fixtures/deno_legacy_abort.ts"], { cwd: repoRoot, timeout: 30_000, env: { ...process.env, NO_COLOR: "1" } }, (error, stdout, stderr) => {
+    execFile(deno, ["run", "-A", "--no-config", ...flags, "test/fixtures/deno_legacy_abort.ts"], { cwd: repoRoot, timeout: 30_000, env: { ...process.env, NO_COLOR: "1", ...env } }, (error, stdout, stderr) => {
       if (error) return reject(new Error(`${error.message}\n${stderr}`));
       const line = stdout.split("\n").find((l) => l.startsWith("{"));
       if (line === undefined) return reject(new Error(`no summary line:\n${stdout}\n${stderr}`));
@@ -34,5 +34,10 @@ describe(`deno adapter: legacy abort warning (${runtime})`, { skip: runtime !== 
   test(`deno adapter: with no-legacy-abort on, no warning (${runtime})`, { timeout: 40_000 }, async () => {
     const { records } = await runFixture(["--unstable-no-legacy-abort"]);
     assert.deepEqual(records, []);
+  });
+
+  test(`deno adapter: a first answer whose client left mid-stream decides nothing: no warning with no-legacy-abort on, one without (${runtime})`, { timeout: 40_000 }, async () => {
+    assert.deepEqual((await runFixture(["--unstable-no-legacy-abort"], { LEAVE_FIRST: "1" })).records, []);
+    assert.equal((await runFixture([], { LEAVE_FIRST: "1" })).records.length, 1);
   });
 });
