@@ -68,6 +68,8 @@ export interface ListenSettings {
   readonly config: ResolvedConfig;
   /** Gate 0, for adapters that see connections: report opens, requests and closes to it. */
   readonly connections: ConnectionGate;
+  /** Aborted at the stop signal (before a pre-stop delay, not after it as `stopAccepting` is). */
+  readonly stopping?: AbortSignal;
 }
 
 /**
@@ -120,7 +122,7 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
     });
     const connections = createConnectionGate({ maxConnections: guard.config.maxConnections, onDeny: o.onDeny, onEvent: o.onEvent });
     try {
-      server = await listen(_guardedFetch(guard, handler), { port: o.port ?? 8000, hostname: o.hostname ?? "127.0.0.1", config: guard.config, connections });
+      server = await listen(_guardedFetch(guard, handler), { port: o.port ?? 8000, hostname: o.hostname ?? "127.0.0.1", config: guard.config, connections, stopping: controller.signal });
     } catch (error) {
       // A port in use, an address not available: the listener's failure, typed as when it fails
       // later. No exit code is set: the caller may catch it and listen elsewhere.

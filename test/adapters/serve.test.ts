@@ -56,6 +56,20 @@ describe(`adapter serve (${runtime})`, () => {
     }
   });
 
+  test(`adapter serve: an answer given after the stop signal to an upload still trickling in, that its handler left unread, does not hold the drain: it ends clean (${runtime})`, { timeout: 20_000 }, async () => {
+    const handle = await serveHere(() => new Response("ok"), { preStopDelayMs: 300, drainTimeoutMs: 4000, requestTimeoutMs: 2000 });
+    const finished = handle.shutdown("test");
+    const sock = await openSock(handle.address.port); // during the pre-stop delay: still served
+    const trickle = setInterval(() => sock.write(`1000\r\n${"b".repeat(0x1000)}\r\n`), 100);
+    try {
+      sock.write("POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+      assert.equal((await finished).outcome, "clean");
+    } finally {
+      clearInterval(trickle);
+      sock.destroy();
+    }
+  });
+
   test(`adapter serve: a connection with no request in it (silent, or half a head sent) does not hold the drain: it ends clean (${runtime})`, async () => {
     const handle = await serveHere(() => new Response("ok"));
     const silent = await openSock(handle.address.port);

@@ -81,7 +81,7 @@ describe("guard: concurrency", () => {
     assert.deepEqual(errors, [boom, boom]);
   });
 
-  test("guard: a handler that fails because its client left (its wait on the request's signal rejected) is not reported to onError", async () => {
+  test("guard: a handler that fails because its client left (its wait on the request's signal rejected with its reason) is not reported to onError; another failure after the client left is", async () => {
     const { guard, errors } = setup({ concurrencyLimit: 1, loadMonitor: false });
     const left = new AbortController();
     const res = guard.wrap((request) => new Promise<Response>((_, reject) => request.signal.addEventListener("abort", () => reject(request.signal.reason))))(new Request("http://localhost/", { signal: left.signal }));
@@ -93,6 +93,16 @@ describe("guard: concurrency", () => {
     // A handler that fails while its client is still there is reported as before.
     await guard.wrap(() => Promise.reject(new Error("boom")))(GET());
     assert.equal(errors.length, 1);
+    // So is a failure of its own after the client left: only the abort itself is not one.
+    const gone = new AbortController();
+    let fail!: () => void;
+    const late = guard.wrap(() => new Promise<Response>((_, reject) => (fail = () => reject(new Error("upstream failed")))))(new Request("http://localhost/", { signal: gone.signal }));
+    await flushMicrotasks();
+    gone.abort();
+    fail();
+    assert.equal((await late).status, 500);
+    assert.equal(errors.length, 2);
+    assert.match(String(errors[1]), /upstream failed/);
   });
 
   test("guard: an onError hook that throws is logged; the request is still answered 500 and its permit freed", async () => {

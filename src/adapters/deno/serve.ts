@@ -45,10 +45,14 @@ export interface DenoServeOptions extends ServeOptions, DenoHostOptions {
 // a while before the drop, a lingering close, cannot be had: a read Deno holds pending keeps
 // the drop from happening until the client's next byte, and a declared body's next read may
 // not come back for many bytes.)
-function _drops(request: Request, res: Response, drop: boolean): boolean {
+// From the stop signal on (its pre-stop delay too), every such `Connection: close` answer is
+// dropped as well: the drain waits for the connection, and Deno reading a slow upload's rest
+// turned a clean drain forced (a review). An answer given before the signal to a client still
+// sending that rest at the drain holds it the same way (the capability table).
+function _drops(request: Request, res: Response, drop: boolean, draining: boolean): boolean {
   if (dropsConnection(res)) return true;
   // A GET or HEAD is never answered for an unread body (its body is not checked on Deno).
-  if (!drop || res.status !== 413 || request.method === "GET" || request.method === "HEAD") return false;
+  if (!drop || (res.status !== 413 && !draining) || request.method === "GET" || request.method === "HEAD") return false;
   if (res.headers.get("connection") !== "close") return false;
   return closesOnUnreadBody(declaredLength(request.headers));
 }
@@ -72,7 +76,7 @@ class _PeerInfo {
 /** The Deno.serve binding: listens with the guarded fetch and exposes the core's Server. */
 export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): Listen {
   const drop = options.dropUnreadBody !== false;
-  return (fetch, { port, hostname }) => {
+  return (fetch, { port, hostname, stopping }) => {
     const server = Deno.serve({
       port,
       hostname,
@@ -83,7 +87,7 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): 
         const watch = request.body === null ? undefined : new _BodyWatch();
         const answered = fetch(watch?.watch(request) ?? request, new _PeerInfo(info, watch === undefined));
         if (watch === undefined) return answered;
-        const end = (res: Response) => (_drops(request, res, drop) ? watch.ending(res) : res);
+        const end = (res: Response) => (_drops(request, res, drop, stopping?.aborted === true) ? watch.ending(res) : res);
         return answered instanceof Promise ? answered.then(end) : end(answered);
       },
       onError(error) {

@@ -11,9 +11,11 @@ export interface NodeServeOptions extends ServeOptions, NodeHostOptions {
   /**
    * A connection whose response has bytes waiting to be sent, and that has sent none of them
    * for this long (a client that stopped reading), is closed, so it cannot hold the connection
-   * cap. A stream with nothing to send is not cut; a slow reader that keeps taking bytes is not
-   * either. Bun's idle timeout does the same there (10 s); Deno has no connection cap.
-   * `Infinity`: never. @default 10000
+   * cap. A stream with nothing to send is not cut. Progress is seen in the kernel's grain: it
+   * takes more once about a third of the socket's send buffer is free (up to ~1.3 MiB), so a
+   * reader slower than that per this bound is cut too (at 60 s, under ~22 KB/s for a large
+   * answer) — as nginx's `send_timeout` (60 s), with the same grain. Bun's idle timeout does
+   * the like there (10 s); Deno has no connection cap. `Infinity`: never. @default 60000
    */
   writeStallTimeoutMs?: number;
 }

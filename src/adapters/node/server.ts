@@ -30,7 +30,7 @@ export interface NodeListenOptions {
   headersTimeoutMs?: number;
   /** Idle keep-alive sockets close after this. @default 5000 */
   keepAliveTimeoutMs?: number;
-  /** See {@linkcode NodeServeOptions.writeStallTimeoutMs}. @default 10000 */
+  /** See {@linkcode NodeServeOptions.writeStallTimeoutMs}. @default 60000 */
   writeStallTimeoutMs?: number;
   log: Logger;
 }
@@ -58,7 +58,11 @@ interface _Sending {
  * while a response is being written — so `maxConnections` such clients held the connection
  * cap for as long as they liked (a review: eight of them, 8 MiB answers unread, refused every
  * newcomer 503 for 45 s). An idle stream (nothing to send) is not touched. Read at each sweep,
- * every quarter of `stallMs` (at most 1 s): nothing a request.
+ * every quarter of `stallMs` (at most 1 s): nothing a request. Progress is what libuv sees: its
+ * queue shrinks when the kernel takes bytes, which it does once about a third of the socket's
+ * send buffer is free (autotuned up to 4 MiB here) — so a reader must take ~1.3 MiB within
+ * `stallMs` to count as reading (a review: at 10 s a 60 KB/s reader was cut, 150 KB/s was not;
+ * hence 60 s, nginx's `send_timeout`, which has the same per-write grain).
  */
 function _sweepStalled(open: ReadonlySet<Socket>, stallMs: number, log: Logger): () => void {
   if (stallMs === Infinity) return () => {};
@@ -302,7 +306,7 @@ export function listenNode(options: NodeListenOptions): Listen {
         slot.closed();
       });
     });
-    const stopSweep = _sweepStalled(open, options.writeStallTimeoutMs ?? 10_000, options.log);
+    const stopSweep = _sweepStalled(open, options.writeStallTimeoutMs ?? 60_000, options.log);
     const closed = new Promise<void>((resolve, reject) => {
       http.once("close", resolve);
       http.on("error", reject);

@@ -130,15 +130,22 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
     report(a, out.status, res instanceof Response ? "ok" : "error");
     return out;
   };
+  // Whether `error` is the abort of a request whose client left (not a failure of the handler's own).
+  const _clientsAbort = (a: _Admission, error: unknown): boolean => {
+    if (!(a.info?.clientGone ?? a.request.signal.aborted)) return false;
+    return error === a.request.signal.reason || (error as { name?: unknown } | null)?.name === "AbortError";
+  };
+
   const failure = (a: _Admission, error: unknown): Response => {
     settle(a);
     let out: Response;
     if (a.overflowed || isBodyTooLargeError(error)) out = overCap(a);
     else {
-      // After a 408 the failure is the expected reaction to the aborted signal, and so it is
-      // once the client left (a wait on the request's signal rejected: @hono/node-server aborts
-      // it with a string that reached onError as a handler's failure, a review found).
-      if (a.abandonedBy === undefined && !(a.info?.clientGone ?? a.request.signal.aborted)) onError(error, a.request);
+      // After a 408 the failure is the expected reaction to the aborted signal, and so is the
+      // abort itself once the client left (a wait on the request's signal rejected with its
+      // reason — @hono/node-server's is a string — or an AbortError): a review saw that reach
+      // onError as a handler's failure. Any other failure is still one, client gone or not.
+      if (a.abandonedBy === undefined && !_clientsAbort(a, error)) onError(error, a.request);
       out = _refusalResponse(500);
     }
     // A read that failed at the cap is the client's doing, answered 413: not a handler error.
