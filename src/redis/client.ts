@@ -20,6 +20,10 @@ export interface NodeRedisLike {
 /** The part of Bun's built-in client (`new Bun.RedisClient(url)`, or `redis` from "bun") the binding uses. */
 export interface BunRedisLike {
   send(command: string, args: string[]): Promise<unknown>;
+  /** Bun's: whether the client is connected. With `connect`, lets the binding reconnect a client that gave up. */
+  readonly connected?: boolean;
+  /** Bun's: (re)connects. */
+  connect?(): Promise<unknown>;
 }
 
 function _need(what: string, client: unknown, method: string): void {
@@ -52,7 +56,9 @@ export function fromNodeRedis(client: NodeRedisLike): RedisCommandClient {
 
 /**
  * Binds Bun's built-in Redis client (`Bun.RedisClient`; Bun only). Give it
- * `enableOfflineQueue: false` so a call made while Redis is down fails at once.
+ * `enableOfflineQueue: false` so a call made while Redis is down fails at once. A client that
+ * gave up reconnecting (a long outage, a failed authentication) is reconnected by the next
+ * call that fails.
  *
  * @example
  * ```ts
@@ -64,5 +70,28 @@ export function fromNodeRedis(client: NodeRedisLike): RedisCommandClient {
  */
 export function fromBunRedis(client: BunRedisLike): RedisCommandClient {
   _need("bind Bun's Redis client", client, "send");
-  return { sendCommand: (args) => client.send(args[0]!, args.slice(1)) };
+  // Bun's client stops reconnecting for good after an outage longer than its retries (~31 s)
+  // or a failed authentication (a rotated password), and says to call connect(): a store
+  // left in fallback for the life of the process, every probe failing (a review). A call that
+  // fails while it is not connected starts one connect() (one at a time; its failure is the
+  // next call's): the store's probes then bring it back.
+  let reconnecting = false;
+  const reconnect = () => {
+    if (reconnecting || client.connected !== false || typeof client.connect !== "function") return;
+    reconnecting = true;
+    let attempt: Promise<unknown>;
+    try {
+      attempt = Promise.resolve(client.connect());
+    } catch (error) {
+      attempt = Promise.reject(error);
+    }
+    attempt.catch(() => {}).finally(() => (reconnecting = false));
+  };
+  return {
+    sendCommand: (args) =>
+      client.send(args[0]!, args.slice(1)).catch((error: unknown) => {
+        reconnect();
+        throw error;
+      }),
+  };
 }

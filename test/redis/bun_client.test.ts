@@ -7,10 +7,11 @@ import assert from "node:assert/strict";
 import { createFixedWindowLimiter } from "../../src/mod.ts";
 import { createRedisStore, fromBunRedis, type BunRedisLike } from "../../src/redis/mod.ts";
 import { startRedis, type RedisServer } from "../support/redis.ts";
+import { openResp } from "../support/resp.ts";
 import { runtime } from "../support/runtime.ts";
 import { within } from "../support/reliability.ts";
 
-type BunRedis = BunRedisLike & { connect(): Promise<void>; close(): void };
+type BunRedis = BunRedisLike & { connect(): Promise<void>; close(): void; readonly connected: boolean };
 const RedisClient = (globalThis as { Bun?: { RedisClient?: new (url: string, options?: object) => BunRedis } }).Bun?.RedisClient;
 const skip = RedisClient === undefined ? "Bun.RedisClient exists only on Bun" : false;
 
@@ -62,5 +63,30 @@ describe(`redis: Bun's built-in client as the store's client (${runtime})`, () =
       back = await within(Promise.resolve(limiter.take("k")), "a take after the restart");
     }
     assert.deepEqual([back.allowed, back.remaining], [true, 99], "a fresh window in the restarted Redis");
+  });
+
+  test(`a client that gave up reconnecting (its reconnect failed authentication) is reconnected by the binding once Redis takes it again (${runtime})`, { skip, timeout: 30_000 }, async () => {
+    const client = await connect();
+    const limiter = createFixedWindowLimiter({ name: "auth", limit: 100, windowMs: 60_000, store: createRedisStore({ client: fromBunRedis(client), timeoutMs: 5_000, fallbackAfter: 1_000_000 }), failure: "closed" });
+    assert.equal((await limiter.take("k")).allowed, true);
+    const admin = await openResp(redis.port);
+    try {
+      // A password set and every client dropped: Bun's reconnect fails NOAUTH and it gives up.
+      await admin.command("CONFIG", "SET", "requirepass", "rotated");
+      await admin.command("CLIENT", "KILL", "TYPE", "normal"); // SKIPME yes: not this connection
+      await new Promise((r) => setTimeout(r, 300)); // its reconnect is refused meanwhile
+      await admin.command("CONFIG", "SET", "requirepass", "");
+      const down = await within(Promise.resolve(limiter.take("k")), "a take after Bun's client gave up");
+      assert.equal(down.allowed, false, "Bun's client does not come back by itself");
+      let back = down;
+      for (let i = 0; i < 100 && !back.allowed; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        back = await within(Promise.resolve(limiter.take("k")), "a take once Redis takes the client again");
+      }
+      assert.equal(back.allowed, true, "Bun's client was reconnected");
+    } finally {
+      await admin.command("CONFIG", "SET", "requirepass", "").catch(() => {});
+      admin.close();
+    }
   });
 });

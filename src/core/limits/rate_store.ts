@@ -176,10 +176,18 @@ export function createRateStore(backend: RateStoreBackend, options?: RateStoreOp
   let openedAt = 0;
   let probing = false;
 
-  const outcome = (ok: boolean, probe: boolean, error: unknown) => {
+  // `charged`: the reply admitted every check, so the backend wrote (a call charges all or
+  // none). A reply that only denies proves less: a Redis that refuses writes (a demoted
+  // replica's READONLY, an OOM under noeviction) still answers it, and counted as health such
+  // replies kept resetting the failures while every other call failed — one first denial of an
+  // abusive key in five held the store "ok", and legitimate requests failed closed throughout
+  // (a review). So it neither resets the count nor, as a probe, ends the fallback; a probe that
+  // only denies lets the next call probe at once.
+  const outcome = (ok: boolean, probe: boolean, error: unknown, charged: boolean) => {
     if (probe) {
       probing = false;
       if (!ok) openedAt = clock.now();
+      else if (!charged) openedAt = clock.now() - probeIntervalMs;
       else {
         state = "ok";
         failures = 0;
@@ -189,8 +197,9 @@ export function createRateStore(backend: RateStoreBackend, options?: RateStoreOp
     }
     // Late answers of calls sent before the breaker opened do not close it: only a probe does.
     if (state === "fallback") return;
-    if (ok) failures = 0;
-    else if (++failures >= fallbackAfter) {
+    if (ok) {
+      if (charged) failures = 0;
+    } else if (++failures >= fallbackAfter) {
       state = "fallback";
       openedAt = clock.now();
       _emit([sink], { type: "store", state: "fallback", store: name, failures, error });
@@ -211,7 +220,7 @@ export function createRateStore(backend: RateStoreBackend, options?: RateStoreOp
         if (done) return;
         done = true;
         const error = new DOMException(`The rate store did not answer within ${timeoutMs} ms`, "TimeoutError");
-        outcome(false, probe, error);
+        outcome(false, probe, error, false);
         resolve({ failure: "timeout", error });
       });
       const settle = (answer: RateStoreReply | RateStoreFailure) => {
@@ -219,7 +228,8 @@ export function createRateStore(backend: RateStoreBackend, options?: RateStoreOp
         if (done) return;
         done = true;
         timer.cancel();
-        outcome(!("failure" in answer), probe, (answer as RateStoreFailure).error);
+        const ok = !("failure" in answer);
+        outcome(ok, probe, (answer as RateStoreFailure).error, ok && (answer as RateStoreReply).results.every((r) => r.allowed));
         resolve(answer);
       };
       Promise.resolve(reply).then(

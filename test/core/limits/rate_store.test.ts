@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { createRateStore, type RateStoreCheck } from "../../../src/core/limits/rate_store.ts";
 import { createManualClock } from "../../../src/testing/manual_clock.ts";
 import type { HygieneEvent } from "../../../src/core/events.ts";
-import { ALLOW, createFakeBackend } from "../../support/fake_store.ts";
+import { ALLOW, createFakeBackend, DENY } from "../../support/fake_store.ts";
 import { flushMicrotasks } from "../../support/flush.ts";
 
 const CHECK: RateStoreCheck = { algorithm: "fixed-window", limiter: "ip", key: "k", cost: 1, limit: 10, windowMs: 1000, intervalMs: 1000 };
@@ -172,6 +172,31 @@ describe("rate store", () => {
     assert.equal(store.state, "ok");
     assert.deepEqual(events.map((e) => (e as { state: string }).state), ["fallback", "recovered"]);
     assert.ok(store.call([CHECK]) instanceof Promise);
+  });
+
+  test("rate store: a reply that only denies (nothing written) is no proof of health: it neither resets the failures nor ends a fallback as a probe", async () => {
+    // A Redis that refuses writes (READONLY after a failover, OOM) still answers a denial.
+    const { clock, backend, store, events } = setup({ fallbackAfter: 3, probeIntervalMs: 1000 });
+    const answer = async (i: number) => {
+      const p = store.call([CHECK]) as Promise<unknown>;
+      const call = backend.calls.at(-1)!;
+      if (i % 2 === 1) call.resolve([DENY(500)]); // an abusive key's first denial
+      else call.reject(new Error("READONLY You can't write against a read only replica."));
+      await p;
+    };
+    for (let i = 0; i < 5; i++) await answer(i); // fail, deny, fail, deny, fail
+    assert.equal(store.state, "fallback", "three failures, denials between them");
+    clock.advance(1000);
+    const probe = store.call([CHECK]) as Promise<unknown>;
+    backend.calls.at(-1)!.resolve([DENY(500)]);
+    await probe;
+    assert.equal(store.state, "fallback", "a probe that only denies proves nothing written");
+    const next = store.call([CHECK]);
+    assert.ok(next instanceof Promise, "the next call probes at once");
+    backend.calls.at(-1)!.resolve([ALLOW()]);
+    await next;
+    assert.equal(store.state, "ok");
+    assert.deepEqual(events.map((e) => (e as { state: string }).state), ["fallback", "recovered"]);
   });
 
   test("rate store: a late answer of a call sent before the fallback does not end it; only a probe does", async () => {
