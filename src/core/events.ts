@@ -37,7 +37,11 @@ export interface RequestEvent {
   readonly type: "request";
   readonly status: number;
   readonly durationMs: number;
-  /** "ok" when the handler answered, "error" when it threw (500), "timeout" when 408 was sent. */
+  /**
+   * "timeout" when 408 was sent; "error" when the handler threw (500) or the answer sent was a
+   * 5xx whoever made it (a Hono app's `onError` turns a throw into a 500; a forced drain's 503);
+   * "ok" otherwise.
+   */
   readonly outcome: "ok" | "error" | "timeout";
 }
 

@@ -105,6 +105,27 @@ describe("guard: concurrency", () => {
     assert.match(String(errors[1]), /upstream failed/);
   });
 
+  test("guard: a handler whose body read failed (the connection broke mid-body) is not reported to onError; any 5xx sent counts as outcome error", async () => {
+    const { guard, errors, events } = setup({ loadMonitor: false });
+    // The runtime's body source fails mid-read, as node's "aborted" or Deno's BadResource does.
+    const broken = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new Uint8Array(10));
+      },
+      pull(c) {
+        c.error(new Error("aborted"));
+      },
+    });
+    const upload = new Request("http://localhost/upload", { method: "POST", body: broken, headers: { "content-length": "1000" }, duplex: "half" } as RequestInit);
+    const res = await guard.wrap(async (request) => new Response(String((await request.arrayBuffer()).byteLength)))(upload);
+    assert.equal(res.status, 500);
+    assert.deepEqual(errors, [], "the client's leaving is not the handler's failure");
+    // A handler's own 503 is a 5xx sent: outcome error, as a throw's 500 is.
+    await guard.wrap(() => new Response("busy", { status: 503 }))(GET());
+    const outcomes = events.filter((e) => e.type === "request").map((e) => [(e as { status: number }).status, (e as { outcome: string }).outcome]);
+    assert.deepEqual(outcomes, [[500, "error"], [503, "error"]]);
+  });
+
   test("guard: an onError hook that throws is logged; the request is still answered 500 and its permit freed", async () => {
     const logged: unknown[] = [];
     const guard = createGuard({

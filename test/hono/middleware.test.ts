@@ -2,6 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { EventEmitter } from "node:events";
 import { Hono } from "hono";
+import { createGuard } from "../../src/core/guard.ts";
 import type { Context } from "hono";
 import { bodyLimit, hygiene, hygieneContext, inFlightCap, noTimeout, rateLimit, timeout } from "../../src/hono/mod.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
@@ -175,6 +176,22 @@ describe(`hono middleware (${runtime})`, () => {
     assert.equal(res.headers.get("content-encoding"), null);
     assert.equal(res.headers.get("access-control-allow-origin"), "*");
     assert.equal(await res.text(), "Content Too Large");
+  });
+
+  test("hono: a route that throws is reported as outcome error, though Hono's onError answers the 500 (served by the guard, and under hygiene())", async () => {
+    for (const mode of ["serve", "hygiene"] as const) {
+      const events: { status: number; outcome: string }[] = [];
+      const onEvent = (e: { type: string }) => void (e.type === "request" && events.push(e as never));
+      const app = new Hono();
+      if (mode === "hygiene") app.use(hygiene({ loadMonitor: false, onEvent }));
+      app.get("/boom", () => {
+        throw new Error("route failed");
+      });
+      app.onError((_error, c) => c.text("sorry", 500));
+      const fetch = mode === "serve" ? createGuard({ loadMonitor: false, onEvent }).wrap((r) => app.fetch(r)) : (r: Request) => app.fetch(r);
+      assert.equal((await fetch(new Request("http://localhost/boom"))).status, 500);
+      assert.deepEqual(events.map((e) => [e.status, e.outcome]), [[500, "error"]], mode);
+    }
   });
 
   test("hono: a route-level bodyLimit wins over the app-level cap, larger (declared in routeBodyLimits) or smaller", async () => {

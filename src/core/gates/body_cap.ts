@@ -37,6 +37,7 @@ export function _bodyCapGate(service: number | undefined, routes: readonly Route
         declared,
         onOverflow: () => (a.overflowed = true),
         onEnd: () => (a.bodyEnded = true),
+        onSourceError: () => (a.bodyFailed = true),
         bindFail: (fail) => (a.failBody = fail),
       });
       try {

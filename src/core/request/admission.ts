@@ -50,6 +50,8 @@ export class _Admission {
   overflowed = false;
   /** True once the body was read to its end. */
   bodyEnded = false;
+  /** Reading the runtime's body failed (the client left mid-body): the handler's failure is the client's. */
+  bodyFailed = false;
   /** True once the handler settled. */
   settled = false;
   abandonedBy: unknown = undefined;

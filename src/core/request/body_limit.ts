@@ -62,6 +62,8 @@ export interface LimitBodyOptions {
   onOverflow?: (error: BodyTooLargeError) => void;
   /** Told once when the body has been read to its end. */
   onEnd?: () => void;
+  /** Told when reading the source body failed (the connection broke: the client left mid-body). */
+  onSourceError?: (error: unknown) => void;
   /**
    * Receives a function that fails the stream with a reason (the request was abandoned: a
    * deadline, a forced drain): a pending read rejects at once and the source is cancelled,
@@ -117,7 +119,14 @@ export function limitBody(body: ReadableStream<Uint8Array>, options: LimitBodyOp
           if (cap !== undefined && declared?.kind === "length" && declared.bytes > cap) return overflow(controller, cap);
           reader = body.getReader();
         }
-        const { done, value } = await reader.read();
+        let next: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          next = await reader.read();
+        } catch (error) {
+          if (!failed) options.onSourceError?.(error);
+          throw error;
+        }
+        const { done, value } = next;
         if (failed) return; // failed while the read was pending: the consumer already knows
         if (done) {
           options.onEnd?.();

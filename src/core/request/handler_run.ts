@@ -81,13 +81,17 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
 
   // The status reported is the one sent: a 408 or a forced drain's 503 given while the handler
   // ran, else the answer made of its result (`status`).
+  // The outcome follows the status sent: a 5xx is an error whoever made it (a Hono app's
+  // onError turns a route's throw into a 500 the guard sees as an answer: a review found
+  // `outcome="error"` at 0 under Hono; a forced drain's 503).
   const report = (a: _Admission, status: number, outcome: "ok" | "error") => {
     if (onEvent === undefined) return;
+    const sent = a.sentStatus ?? status;
     _emit(eventSinks, {
       type: "request",
-      status: a.sentStatus ?? status,
+      status: sent,
       durationMs: clock.now() - a.startedAt,
-      outcome: a.straggling ? "timeout" : outcome,
+      outcome: a.straggling ? "timeout" : sent >= 500 ? "error" : outcome,
     });
   };
 
@@ -130,8 +134,12 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
     report(a, out.status, res instanceof Response ? "ok" : "error");
     return out;
   };
-  // Whether `error` is the abort of a request whose client left (not a failure of the handler's own).
+  // Whether `error` is the abort of a request whose client left (not a failure of the handler's
+  // own): its body's read failed (the connection broke mid-body: node's `aborted`, Deno's
+  // BadResource, which a review saw logged as handler failures), or the client is gone and the
+  // error is its abort (the signal's reason, an AbortError).
   const _clientsAbort = (a: _Admission, error: unknown): boolean => {
+    if (a.bodyFailed) return true;
     if (!(a.info?.clientGone ?? a.request.signal.aborted)) return false;
     return error === a.request.signal.reason || (error as { name?: unknown } | null)?.name === "AbortError";
   };
