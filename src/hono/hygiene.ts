@@ -55,6 +55,51 @@ function _envFor(env: unknown, original: Request, capped: Request): unknown {
   });
 }
 
+type _Context = Parameters<MiddlewareHandler>[0];
+type _ResAccessor = { get(this: _Context): Response; set(this: _Context, res: Response | undefined): void };
+let _accessor: _ResAccessor | undefined;
+
+// Hono's own `res` accessor (on Context's prototype), found once.
+function _resOf(c: _Context): _ResAccessor {
+  if (_accessor !== undefined) return _accessor;
+  for (let o: object | null = Object.getPrototypeOf(c); o !== null; o = Object.getPrototypeOf(o)) {
+    const d = Object.getOwnPropertyDescriptor(o, "res");
+    if (d?.get !== undefined && d.set !== undefined) return (_accessor = d as _ResAccessor);
+  }
+  throw new TypeError("Cannot find Hono's Context.res accessor");
+}
+
+/**
+ * Once the guard put its own answer in place, it stays: a later assignment is the chain's late
+ * value, kept aside for the guard, which cancels its body (as `serve()` cancels a late answer).
+ * After a 408 a route that follows its signal rejects, and Hono's compose puts its error
+ * handler's 500 in place over the 408 (a finalized context's value is replaced for an error):
+ * the client got a 500 whose body Hono's copy had spent, or a TypeError on Deno (a review).
+ */
+function _hold(c: _Context, own: _ResAccessor): void {
+  _held.set(c, _NOTHING_LATE);
+  Object.defineProperty(c, "res", {
+    configurable: true,
+    get: () => own.get.call(c),
+    set: (late: Response | undefined) => {
+      if (late instanceof Response && late !== own.get.call(c)) _held.set(c, late);
+    },
+  });
+}
+
+// The chain's late value of each context whose answer the guard holds (what Hono's compose
+// tried to put in place after it): the guard cancels its body (handler_run's `late`).
+const _held = new WeakMap<_Context, Response>();
+// Nothing was put in place (Hono drops a finalized context's late return value unseen): a
+// body-less stand-in, so the guard neither cancels its own answer, which is being sent, nor
+// reports a missing Response.
+const _NOTHING_LATE = new Response(null);
+
+/** What the chain answered: Hono's context's response, or once the guard holds its own, the chain's late value. */
+function _readChain(c: _Context): Response {
+  return _held.get(c) ?? c.res;
+}
+
 // The headers an answer the guard put in place does not take from the response it replaces.
 const _NOT_CARRIED = new Set([
   "accept-ranges", "age", "cache-control", "connection", "content-disposition", "content-encoding", "content-language",
@@ -101,8 +146,10 @@ export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddlewar
       if (_NOT_CARRIED.has(name) || res.headers.has(name)) continue;
       (headers ??= new Headers(res.headers)).append(name, value);
     }
-    c.res = undefined;
-    c.res = headers === undefined ? res : new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+    const own = _resOf(c);
+    own.set.call(c, undefined);
+    own.set.call(c, headers === undefined ? res : new Response(res.body, { status: res.status, statusText: res.statusText, headers }));
+    _hold(c, own);
   };
   // Built once: the request's Hono context and `next` travel in the info it is called with.
   // The chain answers in its context, not in `next()`'s value: the guard reads the answer
@@ -122,7 +169,7 @@ export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddlewar
     },
     true,
     {
-      read: (info) => (info as _HonoInfo).c.res,
+      read: (info) => _readChain((info as _HonoInfo).c),
       deliver: (res, info) => answer((info as _HonoInfo).c, res),
     },
   );

@@ -194,6 +194,40 @@ describe(`hono middleware (${runtime})`, () => {
     }
   });
 
+  test("hono: under hygiene() a route that follows its signal past the deadline still gets the 408, not the error handler's answer (whose body is cancelled)", async () => {
+    // The system clock: the deadline fires in a timer, as in production (no duration asserted).
+    let cancelled = false;
+    for (const onError of [(_e: Error, c: Context) => c.text("sorry", 500), () => new Response(new ReadableStream({ cancel: () => void (cancelled = true) }), { status: 500 })]) {
+      const app = new Hono();
+      const mw = hygiene({ requestTimeoutMs: 200, loadMonitor: false });
+      app.use(mw);
+      // A straggler first (it ignores its signal and settles after its 408), as the reviewer's
+      // run had it: the follower's deadline then fires as the straggler settles.
+      app.get("/ignore", async (c) => (await new Promise((r) => setTimeout(r, 400)), c.text("late")));
+      app.get("/follow", async (c) => {
+        // Work that stops at the request's signal (an upstream fetch given it, say).
+        const signal = hygieneContext(c)!.signal;
+        await new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(resolve, 5000);
+          signal.addEventListener("abort", () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+        });
+        return c.text("never");
+      });
+      app.onError(onError);
+      const keepAlive = setTimeout(() => {}, 10_000);
+      try {
+        assert.equal((await app.request("/ignore")).status, 408);
+        const a = await app.request("/follow");
+        assert.deepEqual([a.status, await a.text()], [408, "Request Timeout"]);
+        await new Promise((r) => setTimeout(r, 10));
+      } finally {
+        clearTimeout(keepAlive);
+        mw.guard.dispose();
+      }
+    }
+    assert.equal(cancelled, true, "the error handler's late answer was cancelled");
+  });
+
   test("hono: a route-level bodyLimit wins over the app-level cap, larger (declared in routeBodyLimits) or smaller", async () => {
     const app = new Hono();
     app.use(hygiene({ bodyLimitBytes: 10, routeBodyLimits: [{ path: "/upload", bytes: 1000 }], clock: createManualClock() }));
