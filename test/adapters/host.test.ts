@@ -24,6 +24,14 @@ describe(`host (${runtime})`, () => {
     });
   }
 
+  test(`host: many Node Hosts listening add one process listener a signal, and none once they stop${runtime === "node" ? "" : ` (node only; skipped on ${runtime})`}`, { skip: runtime !== "node" }, () => {
+    const before = ["SIGTERM", "SIGINT"].map((s) => process.listenerCount(s));
+    const uninstall = Array.from({ length: 12 }, () => createNodeHost().onShutdownSignal(() => {}));
+    assert.deepEqual(["SIGTERM", "SIGINT"].map((s) => process.listenerCount(s)), before.map((n) => n + 1));
+    for (const u of uninstall) u();
+    assert.deepEqual(["SIGTERM", "SIGINT"].map((s) => process.listenerCount(s)), before);
+  });
+
   test(`host: the ${runtime} Host's memory figure (live memory; RSS on Bun) grows with held buffers and falls once they are collected`, () => {
     const host = runtime === "deno" ? createDenoHost() : runtime === "bun" ? createBunHost() : createNodeHost();
     // Offered exactly where the runtime lets a process ask: Bun always, V8 with --expose-gc.

@@ -1,5 +1,31 @@
 import process from "node:process";
-import { createHost, type Host, type Logger } from "../../core/mod.ts";
+import { createHost, type Host, type Logger, type ShutdownSignal } from "../../core/mod.ts";
+
+// One process listener a signal, whatever the number of Hosts listening: each serve() has its
+// own controller, and twelve servers in one process (a test runner's, an embedder's) made
+// twelve SIGTERM and SIGINT listeners and node's MaxListenersExceededWarning (a review).
+const _handlers = new Map<string, Set<() => void>>();
+const _listeners = new Map<string, () => void>();
+const _processSignals = {
+  add(signal: ShutdownSignal, handler: () => void): void {
+    let handlers = _handlers.get(signal);
+    if (handlers === undefined) _handlers.set(signal, (handlers = new Set()));
+    if (handlers.size === 0) {
+      const listener = () => {
+        for (const h of [...handlers!]) h();
+      };
+      process.on(signal, listener);
+      _listeners.set(signal, listener);
+    }
+    handlers.add(handler);
+  },
+  remove(signal: ShutdownSignal, handler: () => void): void {
+    const handlers = _handlers.get(signal);
+    if (handlers === undefined || !handlers.delete(handler) || handlers.size > 0) return;
+    process.off(signal, _listeners.get(signal)!);
+    _listeners.delete(signal);
+  },
+};
 
 /** Options of {@linkcode createNodeHost}. */
 export interface NodeHostOptions {
@@ -32,7 +58,7 @@ export function createNodeHost(options: NodeHostOptions = {}): Host {
       return m.heapUsed + m.external;
     },
     collectGarbage: typeof gc === "function" ? () => void gc() : undefined,
-    signals: { add: (signal, handler) => process.on(signal, handler), remove: (signal, handler) => process.off(signal, handler) },
+    signals: _processSignals,
     exit: (code) => process.exit(code),
     setExitCode: (code) => void (process.exitCode = code),
   });
