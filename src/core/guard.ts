@@ -175,7 +175,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     const later = v.then((r: GateVerdict) => (r === undefined ? pass(handler, a, list, i + 1, withInfo) : denied(a, gate, r)));
     // A refusal after the wait is delivered like any other asynchronous answer.
     const delivery = a.delivery;
-    return delivery === undefined ? later : later.then((res) => (res === undefined ? res : void delivery.deliver(res, a.info)) as never);
+    return delivery === undefined ? later : later.then((res) => (res === undefined ? res : void delivery.deliver(res, a.info, false)) as never);
   };
   const denied = (a: _Admission, gate: Gate, r: GateRefusal): Response => {
     a.release();

@@ -17,7 +17,8 @@ export type _InfoHandler = (request: Request, view: GuardedInfo, info: ServeInfo
  */
 export interface _Delivery {
   read(info: ServeInfo | undefined): unknown;
-  deliver(res: Response, info: ServeInfo | undefined): void;
+  /** `early`: the handler still runs and may settle later (a 408, a forced drain's 503). */
+  deliver(res: Response, info: ServeInfo | undefined, early: boolean): void;
 }
 /** A fetch whose asynchronous answers were delivered (see {@linkcode _Delivery}). */
 export type _DeliveringFetch = (request: Request, info?: ServeInfo) => Response | Promise<void>;

@@ -138,7 +138,7 @@ export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddlewar
   // the connection (earlier middleware's CORS and security headers). Copied by Hono, a route's
   // Cache-Control made a 408 cacheable, its Set-Cookie went out on it, and a compress()'s
   // Content-Encoding labelled a plain-text 413 gzip (reviews).
-  const answer = (c: Parameters<MiddlewareHandler>[0], res: Response) => {
+  const answer = (c: Parameters<MiddlewareHandler>[0], res: Response, early = false) => {
     const prev = c.res;
     if (res === prev) return;
     let headers: Headers | undefined;
@@ -149,7 +149,9 @@ export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddlewar
     const own = _resOf(c);
     own.set.call(c, undefined);
     own.set.call(c, headers === undefined ? res : new Response(res.body, { status: res.status, statusText: res.statusText, headers }));
-    _hold(c, own);
+    // Held only while the chain may still answer after it: an answer given once the chain
+    // settled is the outer middleware's to replace, as any response is (compress(), etag()).
+    if (early) _hold(c, own);
   };
   // Built once: the request's Hono context and `next` travel in the info it is called with.
   // The chain answers in its context, not in `next()`'s value: the guard reads the answer
@@ -170,7 +172,7 @@ export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddlewar
     true,
     {
       read: (info) => _readChain((info as _HonoInfo).c),
-      deliver: (res, info) => answer((info as _HonoInfo).c, res),
+      deliver: (res, info, early) => answer((info as _HonoInfo).c, res, early),
     },
   );
   const middleware = function hygiene(c: Parameters<MiddlewareHandler>[0], next: Parameters<MiddlewareHandler>[1]): Promise<void> | Response | undefined {

@@ -228,6 +228,18 @@ describe(`hono middleware (${runtime})`, () => {
     assert.equal(cancelled, true, "the error handler's late answer was cancelled");
   });
 
+  test("hono: an answer hygiene() put in place once the route settled is still an outer middleware's to replace (compress(), etag() do)", async () => {
+    const app = new Hono();
+    app.use(async (c, next) => {
+      await next();
+      c.res = new Response(`outer: ${await c.res.text()}`, c.res); // as compress() rewrites the answer
+    });
+    app.use(hygiene({ loadMonitor: false }));
+    // A route with its deadline off: the guard passes its answer through a stream a forced drain can cut.
+    app.get("/stream", noTimeout(), (c) => c.text("inner"));
+    assert.equal(await (await app.request("/stream")).text(), "outer: inner");
+  });
+
   test("hono: a route-level bodyLimit wins over the app-level cap, larger (declared in routeBodyLimits) or smaller", async () => {
     const app = new Hono();
     app.use(hygiene({ bodyLimitBytes: 10, routeBodyLimits: [{ path: "/upload", bytes: 1000 }], clock: createManualClock() }));

@@ -72,7 +72,7 @@ export class _Admission {
    * How the answer is handed over when not as the resolved value (hygiene()): see
    * guarded_fetch.ts's _Delivery. Set by the guard's fetch when it serves with one.
    */
-  delivery: { read(info: ServeInfo | undefined): unknown; deliver(res: Response, info: ServeInfo | undefined): void } | undefined = undefined;
+  delivery: { read(info: ServeInfo | undefined): unknown; deliver(res: Response, info: ServeInfo | undefined, early: boolean): void } | undefined = undefined;
   timeoutMs: number;
   /** The arming tick in which it joined the guard's running handlers (_lazy_arming.ts). */
   armTick = 0;
@@ -264,7 +264,8 @@ export class _Admission {
     this.sentStatus = res.status;
     if (this.delivery === undefined) this.resolve(res);
     else {
-      this.delivery.deliver(res, this.info);
+      // Early: the handler still runs (a 408, a forced drain's 503), and may answer later.
+      this.delivery.deliver(res, this.info, !this.settled);
       this.resolve(undefined);
     }
     return true;
