@@ -53,7 +53,9 @@ function _drops(request: Request, res: Response, drop: boolean, draining: boolea
   if (dropsConnection(res)) return true;
   // A GET or HEAD is never answered for an unread body (its body is not checked on Deno).
   if (!drop || (res.status !== 413 && !draining) || request.method === "GET" || request.method === "HEAD") return false;
-  if (res.headers.get("connection") !== "close") return false;
+  // A body the handler read from is not dropped for (its rest comes at the client's pace, as it
+  // did while the handler read it), but for the body cap's 413.
+  if (res.headers.get("connection") !== "close" || (request.bodyUsed && res.status !== 413)) return false;
   return closesOnUnreadBody(declaredLength(request.headers));
 }
 
