@@ -16,7 +16,7 @@
 // (see _heldRefusals): one long handler must not cost the requests read right after it a 503.
 import type { Clock } from "../clock.ts";
 import type { LoadMonitor } from "../overload/load_monitor.ts";
-import { _TurnQueue, type _TurnWaiter, TURN_SLICE_MS } from "../overload/_turn_queue.ts";
+import { _sliceOver, _TurnQueue, type _TurnWaiter } from "../overload/_turn_queue.ts";
 import { _WaitQueue } from "../overload/_wait_queue.ts";
 import type { _Admission } from "../request/admission.ts";
 import { _FORCED, type Gate, type GateRefusal, type GateVerdict, PASS } from "./gate.ts";
@@ -163,7 +163,7 @@ interface _HeldRefusals {
   /**
    * Starts held `busy` requests, newest first (the probe read the loop normal: not busy, the
    * whole share): at least one, then on while `pace()` allows and the slice rule of the turn
-   * queue says the rest fit in `roomMs` (_turn_queue.ts, TURN_SLICE_MS).
+   * queue says the rest fit in `roomMs` (_turn_queue.ts, `_sliceOver`).
    */
   start(pace: () => boolean, roomMs: number): void;
   /** Sends every held refusal now, and every later one at once (a forced drain, a disposed guard). */
@@ -207,7 +207,7 @@ function _heldRefusals(clock: Clock, shortMs: number, longMs: number, maxWaiting
         const left = q.length;
         if (left === 0) break;
         const spent = clock.now() - begun;
-        if (started > 0 && spent >= TURN_SLICE_MS && spent + (spent / started) * left > roomMs) break;
+        if (started > 0 && _sliceOver(spent, started, left, roomMs)) break;
         if (!pace()) break;
         const now = clock.now();
         q.take(now, Infinity)!.settle(now);

@@ -29,6 +29,15 @@ export interface _TurnWaiter {
  */
 export const TURN_SLICE_MS = 1;
 
+/**
+ * Whether a slice that has spent `spentMs` starting `started` waiters is over: past
+ * {@linkcode TURN_SLICE_MS}, unless, at the cost per start so far, the `left` waiters all start
+ * within `roomMs`. (The load gate's held starts on Deno follow the same rule.)
+ */
+export function _sliceOver(spentMs: number, started: number, left: number, roomMs: number): boolean {
+  return spentMs >= TURN_SLICE_MS && spentMs + (spentMs / started) * left > roomMs;
+}
+
 /** A bounded LIFO of waiters with a wait bound, started in slices by the clock's setImmediate. */
 export class _TurnQueue {
   readonly #q: _WaitQueue;
@@ -116,7 +125,7 @@ export class _TurnQueue {
       const length = this.#q.length;
       if (length === 0) break;
       const spent = clock.now() - start;
-      if (spent >= TURN_SLICE_MS && spent + (spent / started) * length > this.#room()) break;
+      if (_sliceOver(spent, started, length, this.#room())) break;
       if (!this.#pace()) {
         this.#held = true;
         break;
