@@ -121,6 +121,8 @@ export function parseResponse(buf: Buffer, ended: boolean): Parsed | undefined {
     headers.set(name, headers.has(name) ? `${headers.get(name)}, ${value}` : value);
   }
   const at = headEnd + 4;
+  // An informational answer (100 Continue) is a head alone; the final one follows it.
+  if (status < 200) return { status, headers, body: "", complete: true, used: at };
   if (/chunked/i.test(headers.get("transfer-encoding") ?? "")) {
     const parts: Buffer[] = [];
     let p = at;

@@ -51,6 +51,10 @@ const SLOT = Symbol("serve-hygiene connection slot");
 const RESPONSE = Symbol("serve-hygiene response");
 type _Gated = Socket & { [SLOT]?: ConnectionSlot | null; [RESPONSE]?: ServerResponse };
 
+/** Set on a request whose client waits for `100 Continue` before it sends its body. */
+const EXPECTS = Symbol("serve-hygiene expects continue");
+type _Expecting = IncomingMessage & { [EXPECTS]?: boolean };
+
 /** Whether a response's connection closes after it (draining, or a body left unread). */
 const CLOSING = Symbol("serve-hygiene closing");
 type _Tracked = ServerResponse & { [SLOT]?: ConnectionSlot; [CLOSING]?: boolean };
@@ -86,11 +90,15 @@ class _NodeInfo {
   readonly outgoing: ServerResponse;
   readonly declaresBody: boolean;
   readonly declared: DeclaredLength | undefined;
+  readonly continueBody: (() => void) | undefined;
   constructor(incoming: IncomingMessage, outgoing: ServerResponse, declaresBody: boolean) {
     this.incoming = incoming;
     this.outgoing = outgoing;
     this.declaresBody = declaresBody;
     this.declared = declaresBody ? _declared(incoming) : undefined;
+    this.continueBody = declaresBody && (incoming as _Expecting)[EXPECTS] === true ? () => {
+      if (!outgoing.headersSent && !outgoing.destroyed) outgoing.writeContinue();
+    } : undefined;
   }
   get peer() {
     return peerOf(this.incoming);
@@ -168,7 +176,8 @@ export function listenNode(options: NodeListenOptions): Listen {
       keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000,
       // How often node checks the two timeouts above (its default, 30 s, lets slowloris linger).
       connectionsCheckingInterval: 1_000,
-    }, (req: IncomingMessage, res: ServerResponse) => {
+    });
+    const onRequest = (req: IncomingMessage, res: ServerResponse) => {
       const slot = (req.socket as _Gated)[SLOT];
       // A refused connection is being destroyed: whatever node parsed on it never runs.
       if (slot === null) return;
@@ -210,6 +219,16 @@ export function listenNode(options: NodeListenOptions): Listen {
         return;
       }
       if (refused !== undefined) answerHead(refused, info);
+    };
+    http.on("request", onRequest);
+    // `Expect: 100-continue`: node would answer `100 Continue` before any gate ran, and a
+    // client refused (a 413 over the cap, a 429) would send its body anyway. With this listener
+    // node leaves it to the guard, which continues the request once the body is wanted
+    // (ServeInfo.continueBody); answered without it, node closes the connection (the client
+    // may or may not send the body it held back).
+    http.on("checkContinue", (req: _Expecting, res: ServerResponse) => {
+      req[EXPECTS] = true;
+      onRequest(req, res);
     });
     // Gate 0 (the policy is the core's connection gate). Prepended: node:http's own listener
     // starts parsing the socket, and the verdict must be there before any request is.

@@ -28,15 +28,22 @@ export function _bodyCapGate(service: number | undefined, routes: readonly Route
         return { reason: "over-cap", status: 413, close: closesOnUnreadBody(declared) };
       }
       if (body === null) return PASS;
+      // A client waiting for `100 Continue` (node) is told to send once the body is wanted.
+      const wanted = a.info?.continueBody;
       // Without a cap, a deadline or a large rest to watch (unread, it closes the connection),
       // the body needs no counting stream: the handler reads the runtime's own.
       const small = declared?.kind === "length" && declared.bytes <= UNREAD_BODY_KEEP_BYTES;
-      if (cap === undefined && !timed && small) return PASS;
+      if (cap === undefined && !timed && small) {
+        // The last gate that could refuse it: a deadline applies to no such request.
+        wanted?.();
+        return PASS;
+      }
       const limited = limitBody(body, {
         limit: () => a.bodyLimit,
         declared,
         onOverflow: () => (a.overflowed = true),
         onEnd: () => (a.bodyEnded = true),
+        onFirstRead: wanted,
         onSourceError: () => (a.bodyFailed = true),
         bindFail: (fail) => (a.failBody = fail),
       });

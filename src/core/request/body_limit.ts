@@ -62,6 +62,8 @@ export interface LimitBodyOptions {
   onOverflow?: (error: BodyTooLargeError) => void;
   /** Told once when the body has been read to its end. */
   onEnd?: () => void;
+  /** Told once, when the body is first read and the declared length is within the cap. */
+  onFirstRead?: () => void;
   /** Told when reading the source body failed (the connection broke: the client left mid-body). */
   onSourceError?: (error: unknown) => void;
   /**
@@ -118,6 +120,7 @@ export function limitBody(body: ReadableStream<Uint8Array>, options: LimitBodyOp
           const declared = options.declared;
           if (cap !== undefined && declared?.kind === "length" && declared.bytes > cap) return overflow(controller, cap);
           reader = body.getReader();
+          options.onFirstRead?.();
         }
         let next: Awaited<ReturnType<typeof reader.read>>;
         try {

@@ -83,6 +83,14 @@ export interface ServeInfo {
    * request's signal does.
    */
   readonly clientLeft?: AbortSignalLike;
+  /**
+   * Tells the client to send its body (`100 Continue`), from an adapter whose runtime lets the
+   * server decide (node, for a request with `Expect: 100-continue`). The guard calls it once,
+   * when the body is first read — or, for a body it passes on untouched, once every gate has
+   * admitted the request — so a request refused first (a 413 over the cap, a 429, a 503) is
+   * answered without it and the client never sends the body.
+   */
+  readonly continueBody?: () => void;
 }
 
 /**
