@@ -17,6 +17,16 @@ export interface NodeRedisLike {
   sendCommand(args: string[]): Promise<unknown>;
 }
 
+/**
+ * The part of a node-redis cluster client (`createCluster()` of the `redis` package, v5 or v6)
+ * the binding uses: keyed sends, and a client for each master.
+ */
+export interface NodeRedisClusterLike {
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+  readonly masters: readonly unknown[];
+  nodeClient(node: never): NodeRedisLike | Promise<NodeRedisLike>;
+}
+
 /** The part of Bun's built-in client (`new Bun.RedisClient(url)`, or `redis` from "bun") the binding uses. */
 export interface BunRedisLike {
   send(command: string, args: string[]): Promise<unknown>;
@@ -51,7 +61,49 @@ function _need(what: string, client: unknown, method: string): void {
  */
 export function fromNodeRedis(client: NodeRedisLike): RedisCommandClient {
   _need("bind node-redis", client, "sendCommand");
+  // A cluster client's sendCommand takes (firstKey, isReadonly, args): bound here, every call
+  // would fail (the store in fallback for good), where binding it is the mistake.
+  if (typeof (client as { nodeClient?: unknown }).nodeClient === "function") {
+    throw new TypeError(`Cannot bind node-redis as "client" is a cluster client (createCluster()): bind it with fromNodeRedisCluster`);
+  }
   return { sendCommand: (args) => client.sendCommand(args) };
+}
+
+/**
+ * Binds a node-redis cluster client (`createCluster()` of the `redis` package), connected and
+ * configured as for {@linkcode fromNodeRedis}. A check runs on the master of its key's slot;
+ * the scripts are loaded on every master (a NOSCRIPT after a failover or a resharding loads
+ * them again). A scoped call (`rateLimits` with several shared rules) charges several keys in
+ * one script, which a cluster runs only when they share a slot: give the store of such limiters
+ * a prefix with a hash tag (`"{hygiene}:"`), which puts all its keys on one master — keep it
+ * apart from the store of single-rule limiters, whose keys then spread over the masters.
+ *
+ * @example
+ * ```ts
+ * import { fromNodeRedisCluster } from "serve-hygiene/redis";
+ * // const cluster = createCluster({ rootNodes: [{ url }], defaults: { disableOfflineQueue: true } }).on("error", log);
+ * // await cluster.connect();
+ * const node = { sendCommand: async (args: string[]) => (args[0] === "SCRIPT" ? "sha" : null) };
+ * const cluster = { masters: [{}], nodeClient: () => node, sendCommand: async (_key: string | undefined, _ro: boolean | undefined, args: string[]) => args[0] };
+ * console.assert((await fromNodeRedisCluster(cluster).sendCommand(["EVALSHA", "sha", "1", "k"])) === "EVALSHA");
+ * ```
+ */
+export function fromNodeRedisCluster(cluster: NodeRedisClusterLike): RedisCommandClient {
+  _need("bind a node-redis cluster", cluster, "sendCommand");
+  _need("bind a node-redis cluster", cluster, "nodeClient");
+  return {
+    sendCommand: async (args) => {
+      // SCRIPT LOAD: a key's EVALSHA runs on its slot's master, so every master needs the script.
+      if (args[0] === "SCRIPT") {
+        const masters = cluster.masters;
+        if (masters.length === 0) throw new Error("the cluster has no master to load the script on (not connected?)");
+        const replies = await Promise.all(masters.map(async (node) => (await cluster.nodeClient(node as never)).sendCommand(args)));
+        return replies[0];
+      }
+      // EVALSHA <sha> <numkeys> <first key> ...: routed by its first key.
+      return await cluster.sendCommand(args[0] === "EVALSHA" ? args[3] : undefined, false, args);
+    },
+  };
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * Limits shared across instances: a rate store over Redis or Valkey for the keyed limiters.
  * The client is injected (`fromNodeRedis` for the `redis` package — an optional peer
- * dependency — on Node, Deno and Bun; `fromBunRedis` for Bun's built-in client); this module
+ * dependency — on Node, Deno and Bun, `fromNodeRedisCluster` for its cluster client;
+ * `fromBunRedis` for Bun's built-in client); this module
  * imports neither. Give the store to `createFixedWindowLimiter({ store })` or
  * `createTokenBucketLimiter({ store })`: each check is one script call at the server's time,
  * bounded by a timeout, a cap on calls outstanding and a circuit breaker that falls back to
@@ -23,7 +24,7 @@
  *
  * @module
  */
-export { fromBunRedis, fromNodeRedis } from "./client.ts";
-export type { BunRedisLike, NodeRedisLike, RedisCommandClient } from "./client.ts";
+export { fromBunRedis, fromNodeRedis, fromNodeRedisCluster } from "./client.ts";
+export type { BunRedisLike, NodeRedisClusterLike, NodeRedisLike, RedisCommandClient } from "./client.ts";
 export { createRedisStore } from "./store.ts";
 export type { RedisStoreOptions } from "./store.ts";

@@ -48,6 +48,8 @@ export interface StartRedisOptions {
   binary?: string;
   /** A port to use instead of a free one (no retry on another port if it is taken). */
   port?: number;
+  /** More arguments for redis-server (e.g. `--cluster-enabled yes`). */
+  args?: readonly string[];
 }
 
 const live = new Set<ChildProcess>();
@@ -100,8 +102,8 @@ interface Launched {
   output: () => string;
 }
 
-function launch(binary: string, port: number, dir: string, debug: boolean): Launched {
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--logfile", ""];
+function launch(binary: string, port: number, dir: string, debug: boolean, extra: readonly string[]): Launched {
+  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--logfile", "", ...extra];
   if (debug && serverMajor(binary) >= 7) args.push("--enable-debug-command", "yes");
   const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
@@ -145,13 +147,14 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
   serverMajor(binary);
   hookExit();
   const debug = options.debug ?? true;
+  const extra = options.args ?? [];
   const dir = mkdtempSync(join(tmpdir(), "hygiene-redis-"));
   let port = 0;
   let current: Launched | undefined;
   // The free port can be taken between our probe and the server's bind: try a few.
   for (let attempt = 0; ; attempt++) {
     port = options.port ?? (await freePort());
-    current = launch(binary, port, dir, debug);
+    current = launch(binary, port, dir, debug, extra);
     try {
       await ready(port, current);
       break;
@@ -191,7 +194,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
     async restart() {
       if (stopped) throw new Error("restart after stop");
       await end("SIGKILL");
-      current = launch(binary, port, dir, debug);
+      current = launch(binary, port, dir, debug, extra);
       await ready(port, current);
     },
     async stop() {
@@ -203,6 +206,59 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
     [Symbol.asyncDispose]: () => server.stop(),
   };
   return server;
+}
+
+/** A port free on 127.0.0.1 whose cluster bus port (+10000) is free too. */
+async function clusterPort(): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const port = await freePort();
+    if (port > 55_535) continue;
+    const bus = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once("error", () => resolve(false));
+      server.listen(port + 10_000, "127.0.0.1", () => server.close(() => resolve(true)));
+    });
+    if (bus) return port;
+  }
+  throw new Error("no free port pair for a cluster node");
+}
+
+/**
+ * A Redis Cluster of `masters` masters, no replicas, the slots split evenly; resolves once
+ * every node says `cluster_state:ok`. Each node is a {@linkcode RedisServer} (stopped by PID).
+ */
+export async function startRedisCluster(masters = 3): Promise<RedisServer[]> {
+  const nodes: RedisServer[] = [];
+  try {
+    for (let i = 0; i < masters; i++) {
+      const args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"];
+      for (let attempt = 0; ; attempt++) {
+        try {
+          nodes.push(await startRedis({ port: await clusterPort(), args }));
+          break;
+        } catch (error) {
+          if (attempt >= 2) throw error;
+        }
+      }
+    }
+    const SLOTS = 16_384;
+    for (const [i, node] of nodes.entries()) {
+      const from = Math.floor((SLOTS * i) / masters);
+      const to = Math.floor((SLOTS * (i + 1)) / masters) - 1;
+      await node.command("CLUSTER", "ADDSLOTSRANGE", from, to);
+    }
+    for (const node of nodes.slice(1)) await nodes[0]!.command("CLUSTER", "MEET", "127.0.0.1", node.port);
+    const end = Date.now() + READY_MS;
+    for (;;) {
+      const states = await Promise.all(nodes.map((n) => n.command("CLUSTER", "INFO")));
+      if (states.every((s) => String(s).includes("cluster_state:ok") && String(s).includes(`cluster_known_nodes:${masters}`))) return nodes;
+      if (Date.now() > end) throw new Error(`the cluster did not form within ${READY_MS} ms: ${String(states[0])}`);
+      await delay(50);
+    }
+  } catch (error) {
+    await Promise.all(nodes.map((n) => n.stop()));
+    throw error;
+  }
 }
 
 export { openResp };

@@ -44,7 +44,7 @@ export const PUBLIC_SURFACE: Readonly<Record<string, readonly string[]>> = {
   "./node": ["createNodeHost", "serve"],
   "./hono": ["bodyLimit", "hygiene", "hygieneContext", "inFlightCap", "noTimeout", "peerOf", "rateLimit", "timeout"],
   "./prometheus": ["createPrometheusExporter"],
-  "./redis": ["createRedisStore", "fromBunRedis", "fromNodeRedis"],
+  "./redis": ["createRedisStore", "fromBunRedis", "fromNodeRedis", "fromNodeRedisCluster"],
 };
 
 /** The runtime value names of a loaded module, sorted as the pin is. */
