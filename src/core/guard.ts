@@ -237,6 +237,9 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       get inFlight() {
         return concurrency.inFlight;
       },
+      get streaming() {
+        return longLived.open;
+      },
       // No permit held and no request waiting for a later turn (one that waits holds nothing yet).
       async idle() {
         for (;;) {

@@ -162,6 +162,57 @@ describe(`adapter serve (${runtime})`, () => {
     assert.equal((await outcome).outcome, "clean");
   });
 
+  test(`adapter serve: a long-lived stream's context.signal fires when its client leaves after the handler returned, and a forced drain counts the streams still open (${runtime})`, async () => {
+    let subscribers = 0;
+    const reasons: unknown[] = [];
+    const handle = await serveHere((_req, { context }) => {
+      context.timeoutMs = Infinity; // a long-lived answer: its body is tracked
+      subscribers++;
+      context.signal.addEventListener("abort", () => (subscribers--, reasons.push(context.signal.reason)), { once: true });
+      let beat: ReturnType<typeof setInterval> | undefined;
+      const body = new ReadableStream<Uint8Array>({
+        start(c) {
+          c.enqueue(new TextEncoder().encode("data: open\n\n"));
+          beat = setInterval(() => c.enqueue(new TextEncoder().encode(": beat\n\n")), 20);
+        },
+        cancel() {
+          clearInterval(beat);
+        },
+      });
+      return new Response(body, { headers: { "content-type": "text/event-stream" } });
+    }, { drainTimeoutMs: 400, requestTimeoutMs: 200 });
+    try {
+      // The client leaves mid-stream.
+      const first = await fetch(`http://127.0.0.1:${handle.address.port}/events`);
+      const reader = first.body!.getReader();
+      assert.match(new TextDecoder().decode((await reader.read()).value), /data: open/);
+      assert.equal(subscribers, 1);
+      await reader.cancel();
+      await within((async () => {
+        while (subscribers > 0) await new Promise((r) => setTimeout(r, 10));
+      })(), "the signal of a stream whose client left");
+      assert.equal((reasons[0] as Error).name, "AbortError");
+      // Another one ignores the stop: the drain is forced, and says a stream was still open.
+      const second = await fetch(`http://127.0.0.1:${handle.address.port}/events`);
+      const open = second.body!.getReader();
+      await open.read();
+      const outcome = await handle.shutdown("test over");
+      // The host set the process's exit code to 3 for the forced drain; this test process goes on.
+      const deno = (globalThis as { Deno?: { exitCode: number } }).Deno;
+      if (deno !== undefined) deno.exitCode = 0;
+      else process.exitCode = 0;
+      assert.equal(outcome.outcome, "forced");
+      assert.equal(outcome.stillRunning, 1);
+      await within((async () => {
+        while (subscribers > 0) await new Promise((r) => setTimeout(r, 10));
+      })(), "the signal of a stream a forced drain cut");
+      await open.cancel().catch(() => {});
+    } finally {
+      // A failure above must not leave the server (and the test process) running.
+      await handle.shutdown();
+    }
+  });
+
   test(`adapter serve: the guard's limits hold over HTTP (${runtime})`, async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));

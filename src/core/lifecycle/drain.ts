@@ -13,6 +13,8 @@ export type { DrainOutcome } from "./drain_outcome.ts";
 export interface InFlightWork {
   /** Handlers still running (permits held). */
   readonly inFlight: number;
+  /** Long-lived answers (SSE, long polls the guard tracks) still streaming after their handlers settled. */
+  readonly streaming?: number;
   /** Settles the next time nothing is in flight. */
   idle(): Promise<void>;
   /** Forced drain: fires every in-flight request's AbortSignal and its abandon cleanups. */
@@ -187,7 +189,8 @@ async function _drain(server: Server, controller: ShutdownController, info: Stop
 
   let stillRunning = 0;
   if (!inTime) {
-    stillRunning = work?.inFlight ?? 0;
+    // A stream still open is what held the drain as often as a handler (an SSE that ignored the stop).
+    stillRunning = (work?.inFlight ?? 0) + (work?.streaming ?? 0);
     log({ level: "warn", msg: "drain window ran out; force-closing", drainTimeoutMs, stillRunning });
     const reason = new DOMException(`Drain window of ${drainTimeoutMs} ms ran out`, "AbortError");
     _drainAborts.add(reason);

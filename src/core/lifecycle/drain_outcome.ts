@@ -5,7 +5,10 @@
 export interface DrainOutcome {
   /** `clean`: everything finished in the window (or the server ended on its own). `forced`: the rest was force-closed. */
   readonly outcome: "clean" | "forced";
-  /** Handlers still running when the window ran out (0 when clean, or when no `work` was given). */
+  /**
+   * Handlers still running when the window ran out, and long-lived answers the guard tracks
+   * (SSE, long polls) still streaming then (0 when clean, or when no `work` was given).
+   */
   readonly stillRunning: number;
   /** What stopped it ("SIGTERM", "SIGINT", a manual reason); absent when the server ended on its own. */
   readonly reason?: string;

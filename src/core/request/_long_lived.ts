@@ -26,6 +26,8 @@ export interface _LongLived {
    * it cannot (Deno after a graceful shutdown), failing the body is what closes them.
    */
   force(reason: unknown): void;
+  /** Tracked bodies still streaming. */
+  readonly open: number;
   dispose(): void;
 }
 
@@ -51,10 +53,18 @@ export function _createLongLived(stopping: AbortSignal | undefined, clock: Clock
     response(ctx, res, serviceTimeoutMs) {
       if (!ctx.watchesShutdown && !(ctx.timeoutMs === Infinity && serviceTimeoutMs !== Infinity)) return res;
       if (ctx.watchesShutdown) keep(ctx);
-      return bodies.track(res, () => watching.delete(ctx));
+      return bodies.track(res, (cut) => {
+        watching.delete(ctx);
+        // Cut short (the client left, a forced drain): the context's signal fires, as it would
+        // have while the handler ran — a route that ties a subscription to it lets it go.
+        if (cut !== undefined) ctx.bodyCut(cut.reason, cut.clientLeft);
+      });
     },
     force(reason) {
       if (bodies.size > 0) clock.setTimeout(() => bodies.forceAll(reason), _FORCE_BODIES_AFTER_MS);
+    },
+    get open() {
+      return bodies.size;
     },
     dispose() {
       stopping?.removeEventListener("abort", onStop);

@@ -8,9 +8,11 @@
 export interface _OpenBodies {
   /**
    * `res` with its body passed through a stream this set can end; `onEnd` runs once, when the
-   * body finished, failed, was cancelled by the runtime (the client left) or was forced.
+   * body finished, failed, was cancelled by the runtime (the client left) or was forced — in
+   * the last two cases with the reason it was cut (`cut`; the runtime's cancel reason, the
+   * forced drain's).
    */
-  track(res: Response, onEnd: () => void): Response;
+  track(res: Response, onEnd: (cut?: { reason: unknown; clientLeft: boolean }) => void): Response;
   /** Ends every tracked body: the runtime's read fails (the connection is cut), the source is cancelled. */
   forceAll(reason: unknown): void;
   /** Bodies still open. */
@@ -42,16 +44,16 @@ export function _createOpenBodies(): _OpenBodies {
       let out!: ReadableStreamDefaultController<Uint8Array>;
       const entry: _Entry = {
         force(reason) {
-          end();
+          end({ reason, clientLeft: false });
           out.error(reason);
           reader.cancel(reason).catch(() => {});
         },
       };
-      const end = () => {
+      const end = (cut?: { reason: unknown; clientLeft: boolean }) => {
         if (ended) return;
         ended = true;
         open.delete(entry);
-        onEnd();
+        onEnd(cut);
       };
       open.add(entry);
       const body = new ReadableStream<Uint8Array>({
@@ -73,7 +75,7 @@ export function _createOpenBodies(): _OpenBodies {
           }
         },
         cancel(reason) {
-          end();
+          end({ reason, clientLeft: true });
           return reader.cancel(reason);
         },
       }, { highWaterMark: 0 });

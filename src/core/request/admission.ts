@@ -258,6 +258,17 @@ export class _Admission {
     this.#cleanups?.abandon(reason);
   }
 
+  /**
+   * Its long-lived body (tracked after the handler settled) was cut: by the runtime (the client
+   * left) or by a forced drain. The signal fires with the reason; the abandon cleanups do not
+   * (they are the handler's run's, and ran or were dropped when it settled).
+   */
+  bodyCut(reason: unknown, clientLeft: boolean): void {
+    if (this.abandonedBy !== undefined) return;
+    this.abandonedBy = clientLeft ? _clientGone(reason) : reason;
+    this.#controller?.abort(this.abandonedBy);
+  }
+
   /** Answers the client, once; returns whether this call did. */
   answer(res: Response): boolean {
     if (this.sentStatus !== undefined || this.resolve === undefined) return false;
