@@ -48,6 +48,7 @@ export {
   type _ServingFetch,
   type _Translate,
 } from "./guarded_fetch.ts";
+import { _safeLogger } from "./_user_code.ts";
 export { type _HeadAnswer, _refusalHead } from "./gates/refuse.ts";
 
 /**
@@ -72,7 +73,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const o = _options(what, options);
   const config = resolveConfig(o);
   const clock = o.clock ?? host?.clock ?? systemClock;
-  const log = o.log ?? host?.log ?? consoleLogger;
+  const log = _safeLogger(o.log ?? host?.log ?? consoleLogger);
   const sinks = [o.onEvent, o.onDeny === undefined ? undefined : (e: { type: string }) => e.type === "deny" && o.onDeny!(e as DenyEvent)];
   const sink: EventSink = (event) => _emit(sinks, event);
   const reporting = o.onEvent !== undefined || o.onDeny !== undefined;
@@ -182,7 +183,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     return refuse(r.layer ?? gate.layer, r);
   };
 
-  const exempt = _exemptMatcher(o.exempt, what);
+  const exempt = _exemptMatcher(o.exempt, what, sink);
   const serving = (handler: _InfoHandler, withInfo: boolean, delivery?: _Delivery): _Fetch => {
     const guarded: _ServingFetch = function guarded(request: Request, info?: ServeInfo): Response | Promise<Response> {
       const a = new _Admission(admissionHost, request, info, clock.now(), config.requestTimeoutMs);

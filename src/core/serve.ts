@@ -10,6 +10,7 @@ import { createHealth, type Health } from "./lifecycle/readiness.ts";
 import type { Server, ServerAddress } from "./host/server.ts";
 import { createShutdownController, type ShutdownController } from "./lifecycle/shutdown_controller.ts";
 import { _options } from "./_validate.ts";
+import { _safeLogger, _settleQuietly } from "./_user_code.ts";
 
 /** Options of an adapter's `serve(handler, options)`: where to listen, the guard, the lifecycle. */
 export interface ServeOptions extends Omit<GuardOptions, "shutdown" | "stopping"> {
@@ -128,7 +129,8 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       // later. No exit code is set: the caller may catch it and listen elsewhere.
       throw new ServeError("io", error);
     }
-    o.onListen?.(server.address);
+    // A throw rejects serve() (below, nothing left listening); an async hook's rejection is logged.
+    _settleQuietly(o.onListen?.(server.address) as unknown, (error) => _safeLogger(o.log ?? host.log ?? consoleLogger)({ level: "error", msg: "onListen failed", error }));
     const finished = runUntilDrained(server!, controller, {
       drainTimeoutMs: guard.config.drainTimeoutMs,
       preStopDelayMs: o.preStopDelayMs,
@@ -150,7 +152,7 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       if (o.exitOnDrained && host.exit !== undefined) host.clock.setTimeout(() => host.exit!(code), 0);
     };
     finished.then((outcome) => end(exitCodeFor(outcome)), (error: unknown) => {
-      (o.log ?? host.log ?? consoleLogger)({ level: "error", msg: "serve failed", kind: (error as { kind?: unknown })?.kind, error });
+      _safeLogger(o.log ?? host.log ?? consoleLogger)({ level: "error", msg: "serve failed", kind: (error as { kind?: unknown })?.kind, error });
       end(exitCodeFor(error));
     });
     return {

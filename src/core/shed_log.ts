@@ -3,6 +3,7 @@ import { systemClock } from "./clock.ts";
 import type { DenyEvent, HygieneEvent } from "./events.ts";
 import type { Logger, LogRecord } from "./host/host.ts";
 import { _durationMs, _given, _options, _show } from "./_validate.ts";
+import { _settleQuietly } from "./_user_code.ts";
 
 /** Options of {@linkcode createShedLogger}. */
 export interface ShedLoggerOptions {
@@ -71,7 +72,7 @@ export function createShedLogger(options: ShedLoggerOptions): ShedLogger {
 
   const write = (record: LogRecord) => {
     try {
-      log(record);
+      _settleQuietly(log(record) as unknown);
     } catch {
       // A failing logger must not fail the request whose refusal it was told about.
     }

@@ -19,8 +19,29 @@ import {
   _isShared,
   _takeUnreported,
   type RateDecision,
+  _emit,
+  _keyResult,
 } from "../core/mod.ts";
+import type { Context } from "hono";
 import { _requireContext, hygieneContext, peerOf } from "./context.ts";
+
+/** How long a client whose key could not be computed is told to wait (the guard's keyed gates say the same). */
+const KEY_FAILED_RETRY_MS = 1000;
+
+/**
+ * The route's client key: the guard's, else its own function's — undefined when that throws or
+ * returns no string: a fault is reported and the route refuses 429 (fail closed, as the
+ * guard's keyed gates do).
+ */
+function _routeKey(c: Context, guardKey: string | undefined, keyOf: ClientKeyFunction, sink: EventSink | undefined): string | undefined {
+  if (guardKey !== undefined) return guardKey;
+  try {
+    return _keyResult(keyOf(c.req.raw, { peer: peerOf(c) }), "the client-key function");
+  } catch (error) {
+    _emit([sink], { type: "fault", source: "client-key", error, failed: "closed" });
+    return undefined;
+  }
+}
 
 /**
  * Caps this route's request body at `bytes` (a positive integer or `Infinity`; validated
@@ -125,10 +146,15 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
   }
   const keyOf = typeof options.key === "function" ? options.key : createClientKey(options.key);
   const scope = options.scope ?? "route";
+  const limiterClass = limiter.name === undefined ? {} : { limiterClass: limiter.name };
   return async function rateLimit(c, next) {
     const context = hygieneContext(c);
-    const key = context?.key ?? keyOf(c.req.raw, { peer: peerOf(c) });
     const report = _reporterOf(context);
+    const key = _routeKey(c, context?.key, keyOf, report);
+    if (key === undefined) {
+      _emit([report], { type: "deny", layer: "rate", reason: "limiter-error", status: 429, retryAfterMs: KEY_FAILED_RETRY_MS, scope, ...limiterClass });
+      return denyResponse(429, { retryAfterMs: KEY_FAILED_RETRY_MS });
+    }
     // Behind a guard: peek (which reports nothing), then take, and report a refusal through
     // the guard's sinks; the limiter's own sink never sees it, so it is counted once. A shared
     // limiter is taken without its own report (maybe asynchronously) and reported here too.
@@ -191,7 +217,11 @@ export const inFlightCap = (options: InFlightCapOptions = {}): MiddlewareHandler
   const keyOf = typeof key === "function" ? key : createClientKey(key);
   return async function inFlightCap(c, next) {
     const context = hygieneContext(c);
-    const clientKey = context?.key ?? keyOf(c.req.raw, { peer: peerOf(c) });
+    const clientKey = _routeKey(c, context?.key, keyOf, _reporterOf(context) ?? onEvent);
+    if (clientKey === undefined) {
+      _emit([_reporterOf(context) ?? onEvent], { type: "deny", layer: "peer", reason: "limiter-error", status: 429, retryAfterMs: KEY_FAILED_RETRY_MS, ...limiterClass });
+      return denyResponse(429, { retryAfterMs: KEY_FAILED_RETRY_MS });
+    }
     // A wait ends with the request: at its deadline or a forced drain too (the context's
     // signal), not only when the client leaves — else a request answered 408 while it waited
     // ran its handler later, or was reported refused a second time at the wait's end.

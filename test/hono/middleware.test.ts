@@ -331,6 +331,31 @@ describe(`hono middleware (${runtime})`, () => {
     assert.equal(checks, 3);
   });
 
+  test("hono: a route key function that throws or returns no string fails closed: 429 limiter-error and a fault, under hygiene() and without it", async () => {
+    const keys = [() => {
+      throw new Error("no key");
+    }, async () => "k", () => 42];
+    for (const key of keys) {
+      for (const guarded of [false, true]) {
+        const events: { type: string; layer?: string; reason?: string; source?: string }[] = [];
+        const app = new Hono();
+        if (guarded) app.use(hygiene({ clock: createManualClock(), onEvent: (e) => events.push(e as never), loadMonitor: false }));
+        app.get("/rate", rateLimit({ limiter: createFixedWindowLimiter({ limit: 100, windowMs: 60_000, name: "auth" }), key: key as never }), (c) => c.text("ok"));
+        app.get("/cap", inFlightCap({ perKey: 1, key: key as never, onEvent: (e) => events.push(e as never) }), (c) => c.text("ok"));
+        for (const path of ["/rate", "/cap"]) {
+          const res = await app.request(path, {}, { peer: { address: "10.0.0.1" } });
+          assert.equal(res.status, 429, `${path} ${String(key)} guarded=${guarded}`);
+          assert.equal(res.headers.get("retry-after"), "1");
+        }
+        // Behind the guard both report through it; without one, the cap through its own onEvent.
+        const faults = events.filter((e) => e.type === "fault" && e.source === "client-key").length;
+        const denials = events.filter((e) => e.type === "deny" && e.reason === "limiter-error").map((e) => e.layer);
+        assert.deepEqual({ faults, denials }, guarded ? { faults: 2, denials: ["rate", "peer"] } : { faults: 1, denials: ["peer"] }, `${String(key)} guarded=${guarded}`);
+      }
+    }
+    await new Promise((r) => setTimeout(r, 0));
+  });
+
   test("hono: rateLimit reads the peer from Bun.serve, Deno.serve and @hono/node-server env shapes", async () => {
     const clock = createManualClock();
     const app = new Hono();

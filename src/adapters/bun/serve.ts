@@ -1,4 +1,4 @@
-import { fallbackResponse, type GuardedHandler, type Listen, type Logger, peerAddress, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { _safeLogger, fallbackResponse, type GuardedHandler, type Listen, type Logger, peerAddress, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
 import { _bun } from "./bun_api.ts";
 import { createBunHost, type BunHostOptions } from "./host.ts";
 
@@ -154,6 +154,6 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
  */
 export function serve(handler: GuardedHandler, options: BunServeOptions = {}): Promise<ServeHandle> {
   const host = createBunHost(options);
-  const listen = listenBun({ maxRequestBodySize: options.maxRequestBodySize, idleTimeoutSeconds: options.idleTimeoutSeconds, log: options.log ?? host.log! });
+  const listen = listenBun({ maxRequestBodySize: options.maxRequestBodySize, idleTimeoutSeconds: options.idleTimeoutSeconds, log: _safeLogger(options.log ?? host.log!) });
   return serveWith(host, listen, handler, options);
 }

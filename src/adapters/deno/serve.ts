@@ -12,6 +12,7 @@ import {
   type ServeOptions,
   serveWith,
   _isDrainAbort,
+  _safeLogger,
 } from "../../core/mod.ts";
 import { _BodyWatch, _DROP } from "./drop.ts";
 import { createDenoHost, type DenoHostOptions } from "./host.ts";
@@ -128,5 +129,5 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): 
  */
 export function serve(handler: GuardedHandler, options: DenoServeOptions = {}): Promise<ServeHandle> {
   const host = createDenoHost(options);
-  return serveWith(host, listenDeno({ log: options.log ?? host.log!, dropUnreadBody: options.dropUnreadBody }), handler, options);
+  return serveWith(host, listenDeno({ log: _safeLogger(options.log ?? host.log!), dropUnreadBody: options.dropUnreadBody }), handler, options);
 }

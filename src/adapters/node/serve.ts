@@ -1,4 +1,4 @@
-import { _durationMs, type GuardedHandler, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { _durationMs, _safeLogger, type GuardedHandler, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
 import { createNodeHost, type NodeHostOptions } from "./host.ts";
 import { listenNode } from "./server.ts";
 
@@ -46,6 +46,6 @@ export function serve(handler: GuardedHandler, options: NodeServeOptions = {}): 
     return Promise.reject(error);
   }
   const host = createNodeHost(options);
-  const log = options.log ?? host.log!;
+  const log = _safeLogger(options.log ?? host.log!);
   return serveWith(host, listenNode({ headersTimeoutMs: options.headersTimeoutMs, keepAliveTimeoutMs: options.keepAliveTimeoutMs, writeStallTimeoutMs: options.writeStallTimeoutMs, log }), handler, options);
 }

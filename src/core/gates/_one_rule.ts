@@ -5,6 +5,7 @@
 import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "../limits/rate_limiter.ts";
 import { _ADMIT, type _Admits, _decision, _emitFault, _emitRateDeny } from "../limits/_rate.ts";
+import { _keyResult } from "../_user_code.ts";
 
 /** Charges one request to one rule's limiter (already validated by a scoped limiter). */
 export function _oneRule(
@@ -29,7 +30,7 @@ export function _oneRule(
     let key = clientKey;
     let d: RateDecision;
     try {
-      if (pick !== undefined) key = pick(request, clientKey);
+      if (pick !== undefined) key = _keyResult(pick(request, clientKey), "a rate rule's key function");
       d = admit !== undefined ? admit(key, now) : limiter.peek(key, 1, now);
     } catch (error) {
       return failClosed(error);

@@ -6,6 +6,7 @@ import { createSystemClock } from "../clock.ts";
 import { consoleLogger, type Host, type Logger } from "./host.ts";
 import { installShutdownSignals, type SignalApi } from "./signals.ts";
 import { _object, _optionalFunction, _options, _show } from "../_validate.ts";
+import { _safeLogger } from "../_user_code.ts";
 
 /** Options of {@linkcode createHost}: the runtime's primitives. Each one left out is a capability the Host lacks. */
 export interface HostOptions {
@@ -88,7 +89,7 @@ export function createHost(options?: HostOptions): Host {
   if ((o.setImmediate === undefined) !== (o.clearImmediate === undefined)) {
     throw new TypeError(`Cannot ${WHAT} as "setImmediate" and "clearImmediate" go together: only one was given`);
   }
-  const log = o.log ?? consoleLogger;
+  const log = _safeLogger(o.log ?? consoleLogger);
   const rss = o.rss;
   const host: { -readonly [K in keyof Host]: Host[K] } = {
     clock: createSystemClock({

@@ -5,6 +5,7 @@ import type { ShutdownController, StopInfo } from "./shutdown_controller.ts";
 import type { DrainOutcome } from "./drain_outcome.ts";
 import { ServeError } from "./serve_error.ts";
 import { _durationMs, _options, _show, _given } from "../_validate.ts";
+import { _safeLogger } from "../_user_code.ts";
 
 // Re-exported: callers of runUntilDrained name its result from here.
 export type { DrainOutcome } from "./drain_outcome.ts";
@@ -129,7 +130,7 @@ export function runUntilDrained(
     work: o.work,
     beforeStopAccepting: o.beforeStopAccepting,
     clock: o.clock ?? controller.clock,
-    log: o.log ?? controller.log,
+    log: _safeLogger(o.log ?? controller.log),
   };
   return _run(server, controller, config);
 }

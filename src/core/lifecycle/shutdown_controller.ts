@@ -2,6 +2,7 @@ import type { Clock } from "../clock.ts";
 import { systemClock } from "../clock.ts";
 import { consoleLogger, type Host, type Logger } from "../host/host.ts";
 import { _options, _show } from "../_validate.ts";
+import { _safeLogger } from "../_user_code.ts";
 
 /** The first stop: what fired it and when. */
 export interface StopInfo {
@@ -89,7 +90,7 @@ export function createShutdownController(options?: ShutdownControllerOptions): S
     throw new TypeError(`Cannot ${WHAT} as "host" must be given in "signals" mode: current value is undefined`);
   }
   const clock = o.clock ?? o.host?.clock ?? systemClock;
-  const log = o.log ?? o.host?.log ?? consoleLogger;
+  const log = _safeLogger(o.log ?? o.host?.log ?? consoleLogger);
 
   const abort = new AbortController();
   let resolveStopped!: (info: StopInfo) => void;

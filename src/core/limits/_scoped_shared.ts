@@ -6,6 +6,7 @@ import type { Clock } from "../clock.ts";
 import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _checkCost } from "./_rate.ts";
+import { _keyResult } from "../_user_code.ts";
 import { _SHARED, type _Member, type _SharedView, _sharedTake } from "./_shared_take.ts";
 
 /** One scope as scopes.ts holds it. */
@@ -45,7 +46,7 @@ export function _sharedScopedTake<C, D>(
     for (let i = 0; i < list.length; i++) {
       const scope = list[i]!;
       try {
-        keys[i] = scope.key === undefined ? scope.name : scope.key(ctx);
+        keys[i] = scope.key === undefined ? scope.name : _keyResult(scope.key(ctx), "a scope's key function");
       } catch (error) {
         return failClosed(error, scope);
       }

@@ -3,6 +3,7 @@ import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _show } from "../_validate.ts";
 import { _checkCost, _decision, _emitFault, _emitRateDeny } from "./_rate.ts";
+import { _keyResult } from "../_user_code.ts";
 import { _isShared, type SharedRateLimiter } from "./shared_limiter.ts";
 import { _sharedScopedTake } from "./_scoped_shared.ts";
 
@@ -196,7 +197,7 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): Scoped
         const scope = list[i]!;
         let key: string;
         try {
-          key = scope.key === undefined ? scope.name : scope.key(ctx);
+          key = scope.key === undefined ? scope.name : _keyResult(scope.key(ctx), "a scope's key function");
         } catch (error) {
           return failClosed(error, scope);
         }

@@ -1,4 +1,5 @@
 import { consoleLogger, type Logger } from "../host/host.ts";
+import { _safeLogger } from "../_user_code.ts";
 
 /** One cleanup: told why the request was abandoned. May be async; a failure is logged. */
 export type AbandonCleanup = (reason: unknown) => void | Promise<void>;
@@ -38,7 +39,8 @@ export interface CleanupRegistry {
  * console.assert(released === 1 && cleanups.abandoned);
  * ```
  */
-export function createCleanupRegistry(log: Logger = consoleLogger): CleanupRegistry {
+export function createCleanupRegistry(logger: Logger = consoleLogger): CleanupRegistry {
+  const log = _safeLogger(logger);
   let state: "open" | "abandoned" | "completed" = "open";
   let why: unknown;
   // Entries, not the functions: the same function added twice unregisters one at a time.
