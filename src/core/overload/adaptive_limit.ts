@@ -102,6 +102,9 @@ interface _Pressure {
   unmoved: number;
 }
 
+/** The longest a window may last, in `windowMs` (1 s by default): see the window span. */
+const MAX_SPAN_WINDOWS = 10;
+
 /**
  * Creates an adaptive concurrency limit: the guard's default (`concurrencyLimit` left out).
  *
@@ -222,10 +225,13 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
           ownSum += latencyMs;
           ownCount++;
         }
-        if (ownCount === 0 || now - windowStart < Math.max(windowMs / 2, 2 * baseline, (2 * ownSum) / ownCount)) return;
+        if (ownCount === 0 || now - windowStart < Math.min(Math.max(windowMs / 2, 2 * baseline, (2 * ownSum) / ownCount), MAX_SPAN_WINDOWS * windowMs)) return;
         shortMs = ownSum / ownCount;
       } else {
-        const span = Math.max(windowMs, baseline === undefined ? 0 : 2 * baseline);
+        // Twice the baseline (a window holds requests admitted under its limit), at most
+        // MAX_SPAN_WINDOWS windows: a baseline read across a freeze (a process paused while its
+        // first window was open: seconds) is replaced by the next window's, not held for twice that.
+        const span = Math.max(windowMs, baseline === undefined ? 0 : Math.min(2 * baseline, MAX_SPAN_WINDOWS * windowMs));
         // During slow start a window needs only time, not `windowSamples` (at a limit of 1 and
         // 20 ms a request, ten samples would take 200 ms a window while requests wait).
         if (count < (starting ? 1 : windowSamples) || now - windowStart < span) return;

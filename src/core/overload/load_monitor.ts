@@ -215,7 +215,12 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
 
   const tick = () => {
     const now = clock.now();
-    record(Math.max(0, now - lastTick - interval));
+    const late = now - lastTick - interval;
+    // Overdue by idleAfterMs or more, the probe did not measure a loop slow to come round but a
+    // process that was not running (frozen between serverless invocations, a paused container,
+    // a suspended host): not a delay to smooth, the next probe measures afresh (read as one,
+    // Deno refused the first requests after a thaw while the smoothed delay came down).
+    if (late < idleAfter) record(Math.max(0, late));
     lastTick = now;
     batchStart = NaN; // a timer runs only between turns: the next admission starts a new batch
     // Quiet and calm: stop the probe, so an idle server sleeps. Never while the share recovers.

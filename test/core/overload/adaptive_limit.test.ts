@@ -188,6 +188,22 @@ describe("adaptive limit", () => {
     assert.equal(a.rampedAt, -Infinity);
   });
 
+  test("adaptive limit: a baseline read across a freeze (a process paused while its first window was open) is replaced within 10 × windowMs of normal work, and slow start goes on", () => {
+    const a = createAdaptiveLimit();
+    a.sample(10, 1, 0); // the first request: 10 ms
+    a.sample(3_000, 1, 3_000); // the next one was in flight across a 3 s freeze
+    assert.equal(a.baselineMs, 1_505, "the first window's mean");
+    let t = 3_000;
+    let replaced: number | undefined;
+    while (t < 9_000) {
+      t += 10;
+      a.sample(10, a.limit, t);
+      if (replaced === undefined && (a.baselineMs as number) === 10) replaced = t;
+    }
+    assert.ok(replaced !== undefined && replaced <= 3_000 + 1_000 + 10, `the frozen baseline held until ${replaced} (windows of twice 1,505 ms)`);
+    assert.ok(a.limit >= 64, `slow start went on: limit ${a.limit}`);
+  });
+
   test("adaptive limit: bad options throw naming the field", () => {
     assert.throws(() => createAdaptiveLimit({ minLimit: 0 }), /Cannot create adaptive limit as "minLimit" must be a positive integer: current value is 0/);
     assert.throws(() => createAdaptiveLimit({ minLimit: 10, maxLimit: 5 }), /"maxLimit" must be at least "minLimit" \(10\): current value is 5/);

@@ -403,6 +403,28 @@ describe("load monitor: loop turns", () => {
     monitor.dispose();
   });
 
+  test("load monitor: a probe overdue by idleAfterMs or more (a frozen process, thawed) is no delay: nothing after the thaw is refused; a shorter stall still is one", () => {
+    const { sim, monitor } = running({ idleAfterMs: 1_000 });
+    for (let t = 0; t < 5; t++) {
+      sim.at(sim.now + 10);
+      turn(sim, monitor, 5, 0.1, 0.01);
+    }
+    // Frozen for 5 s between two probes (SIGSTOP, a serverless freeze), then 20 arrivals.
+    sim.at(sim.now + 5_000);
+    const thawed = turn(sim, monitor, 20, 0.1, 0.01);
+    assert.equal(thawed.admitted, 20, `after the thaw: ${thawed.verdicts.join(", ")}`);
+    assert.equal(monitor.busy, false);
+    assert.equal(monitor.admitShare, 1);
+    sim.at(sim.now + 10);
+    assert.equal(turn(sim, monitor, 20, 0.1, 0.01).admitted, 20, "and in the turns after it");
+    // A loop blocked 500 ms (under idleAfterMs) is a stall, as before.
+    sim.at(sim.now + 500);
+    turn(sim, monitor, 1, 0.1, 0.01);
+    assert.equal(monitor.busy, true);
+    assert.ok(monitor.admitShare < 1);
+    monitor.dispose();
+  });
+
   test("load monitor: after a stall the admitted share recovers turn by turn, never from the floor to everything at once", () => {
     const { sim, monitor } = running({ maxBatchMs: Infinity });
     monitor.record(500); // a 500 ms stall: the share drops to the floor
