@@ -2,6 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { serveHere } from "../support/adapter.ts";
 import { isServeError } from "../../src/core/lifecycle/serve_error.ts";
+import type { ServeHandle } from "../../src/core/mod.ts";
 import { runtime } from "../support/runtime.ts";
 import { openSock, rawRequest, within } from "../support/reliability.ts";
 
@@ -210,6 +211,32 @@ describe(`adapter serve (${runtime})`, () => {
     } finally {
       // A failure above must not leave the server (and the test process) running.
       await handle.shutdown();
+    }
+  });
+
+  test(`adapter serve: from the stop signal on (its pre-stop delay too) every answer closes its connection, so a proxy's keep-alive pool is retired through clean answers (${runtime})`, async () => {
+    const handle = await serveHere(() => new Response("ok"), { preStopDelayMs: 500, drainTimeoutMs: 3000, requestTimeoutMs: 1000 });
+    const ask = async () => {
+      const sock = await openSock(handle.address.port);
+      try {
+        sock.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        const res = await sock.response();
+        return { status: res.status, connection: res.headers.get("connection"), closes: res.headers.get("connection") === "close" ? await within(sock.closed, "the server closing after its answer").then(() => true) : sock.isClosed() };
+      } finally {
+        sock.destroy();
+      }
+    };
+    let outcome: ReturnType<ServeHandle["shutdown"]> | undefined;
+    try {
+      const before = await ask();
+      assert.equal(before.status, 200);
+      assert.notEqual(before.connection, "close", "before the stop: keep-alive");
+      outcome = handle.shutdown("test over");
+      await new Promise((r) => setTimeout(r, 50)); // inside the pre-stop delay: still served
+      const during = await ask();
+      assert.deepEqual(during, { status: 200, connection: "close", closes: true });
+    } finally {
+      assert.equal((await (outcome ?? handle.shutdown())).outcome, "clean");
     }
   });
 

@@ -114,7 +114,7 @@ class _NodeInfo {
 
 /** The node:http binding: listens with the guarded fetch and exposes the core's Server. */
 export function listenNode(options: NodeListenOptions): Listen {
-  return (fetch, { port, hostname, config, connections }) => {
+  return (fetch, { port, hostname, config, connections, stopping }) => {
     const OVER_CAP = overCap(connections.retryAfterMs);
     let draining = false;
     /** The sockets counted open (a drain closes the connections its in-flight answers are on). */
@@ -190,15 +190,16 @@ export function listenNode(options: NodeListenOptions): Listen {
       res.on("close", _responseClosed);
       const declaresBody = _declaresBody(req);
       if (draining) res.setHeader("connection", "close");
-      else if (declaresBody) {
+      if (declaresBody) {
         // A body left unread (a cap passed, a handler that ignores it) must be read off the
         // socket before the connection can serve again. A small declared rest is read and
         // discarded (keep-alive, bounded by @hono/node-server's drain); a large or unknown one
         // closes the connection instead, and so does a 408 (RFC 9110 §15.5.9: the client is
-        // too slow for its rest to be awaited).
+        // too slow for its rest to be awaited) and any answer while draining — each with a
+        // lingering close, so the answer is not lost to the reset of closing on unread bytes.
         const writeHead = res.writeHead;
         res.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse["writeHead"]>) {
-          if (!req.complete && (args[0] === 408 || closesOnUnreadBody(_declared(req)))) {
+          if (!req.complete && (args[0] === 408 || (this as _Tracked)[CLOSING] === true || closesOnUnreadBody(_declared(req)))) {
             this.setHeader("connection", "close");
             (this as _Tracked)[CLOSING] = true;
             (req.socket as Socket & { destroySoon(): void }).destroySoon = _lingeringClose;
@@ -247,6 +248,21 @@ export function listenNode(options: NodeListenOptions): Listen {
         slot.closed();
       });
     });
+    // From the stop signal on (its pre-stop delay too), an answer still to be written closes its
+    // connection: the client (a proxy's pool) learns now, rather than reuse a socket the drain is
+    // about to close under a request already on its way (a request arriving from here on is
+    // answered so as it starts).
+    const closeAnswers = () => {
+      draining = true;
+      for (const socket of open) {
+        const res = socket[RESPONSE];
+        if (res === undefined || res.headersSent || res.writableEnded) continue;
+        res.setHeader("connection", "close");
+        (res as _Tracked)[CLOSING] = true;
+      }
+    };
+    if (stopping?.aborted === true) closeAnswers();
+    else stopping?.addEventListener("abort", closeAnswers, { once: true });
     const stopSweep = _sweepStalled(open, options.writeStallTimeoutMs ?? 60_000, options.log);
     const closed = new Promise<void>((resolve, reject) => {
       http.once("close", resolve);
@@ -263,16 +279,7 @@ export function listenNode(options: NodeListenOptions): Listen {
         resolve({
           address: { hostname: bound.address, port: bound.port },
           stopAccepting() {
-            draining = true;
-            // An answer still to be written closes its connection: the client learns now, rather
-            // than reuse a socket the drain is about to close (a request arriving from here on is
-            // answered so as it starts).
-            for (const socket of open) {
-              const res = socket[RESPONSE];
-              if (res === undefined || res.headersSent || res.writableEnded) continue;
-              res.setHeader("connection", "close");
-              (res as _Tracked)[CLOSING] = true;
-            }
+            closeAnswers();
             return new Promise<void>((done) => {
               // close() waits for every open socket; closing idle ones repeatedly lets it finish.
               // Node's own idle list has keep-alive sockets between requests, not one that
