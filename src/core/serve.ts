@@ -105,6 +105,14 @@ export type Listen = (
  */
 export async function serveWith(host: Host, listen: Listen, handler: GuardedHandler, options?: ServeOptions): Promise<ServeHandle> {
   const o = _options("serve", options);
+  // The runtimes' own TLS options (Bun's `tls`; Deno's and node:https's `cert`, `key`):
+  // serve() listens on plain HTTP, and took them silently, serving plaintext on the port meant
+  // for HTTPS (a review). Terminate TLS in front, or use hygiene() on your own HTTPS server.
+  for (const field of ["tls", "cert", "key"] as const) {
+    if ((o as Record<string, unknown>)[field] !== undefined) {
+      throw new TypeError(`Cannot serve as "${field}" is not an option: serve() listens on plain HTTP; terminate TLS in front of it (a load balancer, a proxy), or serve HTTPS yourself with app.use(hygiene()) (README: TLS)`);
+    }
+  }
   const controller = o.controller ?? createShutdownController({ host });
   // The draining gate closes when accepting stops, not at the signal: during the pre-stop
   // delay new requests are still served while readiness already fails.

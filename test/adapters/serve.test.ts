@@ -240,6 +240,15 @@ describe(`adapter serve (${runtime})`, () => {
     }
   });
 
+  test(`adapter serve: the runtimes' TLS options are refused, not ignored (serve() listens on plain HTTP) (${runtime})`, async () => {
+    for (const field of ["tls", "cert", "key"]) {
+      await assert.rejects(serveHere(() => new Response("x"), { [field]: "-----BEGIN CERTIFICATE-----" } as never), {
+        name: "TypeError",
+        message: new RegExp(`^Cannot serve as "${field}" is not an option: serve\\(\\) listens on plain HTTP`),
+      });
+    }
+  });
+
   test(`adapter serve: the guard's limits hold over HTTP (${runtime})`, async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
