@@ -25,3 +25,15 @@ export function isHygieneError(error: unknown): error is HygieneError {
 export function _hasCode<E extends HygieneError>(error: unknown, code: string): error is E {
   return isHygieneError(error) && error.code === code;
 }
+
+/**
+ * Gives an error the guard puts into a route (its signal's reason at the deadline, a forced
+ * drain or the client leaving; the body cap's error) the answer it stands for, as
+ * `getResponse()` — the shape Hono's default error handler answers with instead of logging the
+ * error: a route that follows its signal (as it should) or reads a capped body printed a stack
+ * a request, which any client could cause. The guard's own answer stays what is sent.
+ */
+export function _answering<E extends object>(error: E, status: number): E {
+  Object.defineProperty(error, "getResponse", { value: () => new Response(null, { status }), enumerable: false, configurable: true });
+  return error;
+}

@@ -194,6 +194,38 @@ describe(`hono middleware (${runtime})`, () => {
     }
   });
 
+  test("hono: under hygiene() with Hono's default error handler, a route that reads a body past its cap or follows its signal to the deadline logs nothing (a line a request any client could cause), and the guard's answer is sent", async () => {
+    const app = new Hono();
+    const mw = hygiene({ bodyLimitBytes: 10, requestTimeoutMs: 200, loadMonitor: false });
+    app.use(mw);
+    app.post("/read", async (c) => c.text(String((await c.req.arrayBuffer()).byteLength)));
+    app.get("/follow", async (c) => {
+      const signal = hygieneContext(c)!.signal;
+      await new Promise<void>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+      return c.text("never");
+    });
+    const logged: unknown[] = [];
+    const error = console.error;
+    console.error = (...args: unknown[]) => void logged.push(args);
+    const keepAlive = setTimeout(() => {}, 10_000);
+    try {
+      const chunked = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode("x".repeat(100)));
+          controller.close();
+        },
+      });
+      assert.equal((await app.request("/read", post(chunked))).status, 413);
+      assert.equal((await app.request("/follow")).status, 408);
+      await new Promise((r) => setTimeout(r, 10));
+    } finally {
+      console.error = error;
+      clearTimeout(keepAlive);
+      mw.guard.dispose();
+    }
+    assert.deepEqual(logged, []);
+  });
+
   test("hono: under hygiene() a route that follows its signal past the deadline still gets the 408, not the error handler's answer (whose body is cancelled)", async () => {
     // The system clock: the deadline fires in a timer, as in production (no duration asserted).
     let cancelled = false;

@@ -6,6 +6,7 @@ import type { DrainOutcome } from "./drain_outcome.ts";
 import { ServeError } from "./serve_error.ts";
 import { _durationMs, _options, _show, _given } from "../_validate.ts";
 import { _safeLogger } from "../_user_code.ts";
+import { _answering } from "../errors.ts";
 
 // Re-exported: callers of runUntilDrained name its result from here.
 export type { DrainOutcome } from "./drain_outcome.ts";
@@ -193,7 +194,7 @@ async function _drain(server: Server, controller: ShutdownController, info: Stop
     // A stream still open is what held the drain as often as a handler (an SSE that ignored the stop).
     stillRunning = (work?.inFlight ?? 0) + (work?.streaming ?? 0);
     log({ level: "warn", msg: "drain window ran out; force-closing", drainTimeoutMs, stillRunning });
-    const reason = new DOMException(`Drain window of ${drainTimeoutMs} ms ran out`, "AbortError");
+    const reason = _answering(new DOMException(`Drain window of ${drainTimeoutMs} ms ran out`, "AbortError"), 503);
     _drainAborts.add(reason);
     try {
       work?.abortAll?.(reason);

@@ -9,6 +9,7 @@ import type { HygieneEvent } from "../events.ts";
 import { BodyTooLargeError, declaredLength } from "./body_limit.ts";
 import { _RequestView, type ServeInfo } from "./request_context.ts";
 import { _positiveIntOrInfinity } from "../_validate.ts";
+import { _answering } from "../errors.ts";
 
 /** What the guard lends every admission (one object, shared). */
 export interface _AdmissionHost {
@@ -25,7 +26,8 @@ export interface _AdmissionHost {
 
 // One reason on every runtime (they report a client leaving as AbortError, BadResource or
 // Error("aborted")); the runtime's own reason is kept as the cause.
-const _clientGone = (cause?: unknown) => Object.assign(new DOMException("The client disconnected", "AbortError"), { cause });
+// Answered 500 if a route rethrows it (nobody receives it; the outcome stays "error", as a 500 counts).
+const _clientGone = (cause?: unknown) => _answering(Object.assign(new DOMException("The client disconnected", "AbortError"), { cause }), 500);
 
 export class _Admission {
   /**

@@ -1,4 +1,4 @@
-import { HygieneError, _hasCode } from "../errors.ts";
+import { HygieneError, _answering, _hasCode } from "../errors.ts";
 
 /** Thrown into the body stream (and so into whatever reads it) once the cap is passed. */
 export class BodyTooLargeError extends HygieneError {
@@ -7,6 +7,7 @@ export class BodyTooLargeError extends HygieneError {
   constructor(limit: number) {
     super("BODY_TOO_LARGE", `Request body exceeds the limit of ${limit} bytes`);
     this.limit = limit;
+    _answering(this, 413);
   }
 }
 

@@ -17,8 +17,9 @@ import { dropConnectionAfter } from "./connection_drop.ts";
 import { _lazyArming } from "./_lazy_arming.ts";
 import type { _LongLived } from "./_long_lived.ts";
 import { _refusalResponse } from "../gates/refuse.ts";
+import { _answering } from "../errors.ts";
 
-const TIMEOUT = () => new DOMException("The request deadline passed", "TimeoutError");
+const TIMEOUT = () => _answering(new DOMException("The request deadline passed", "TimeoutError"), 408);
 const DEADLINE: GateRefusal = Object.freeze({ reason: "deadline", status: 408, close: true });
 const OVER_CAP: GateRefusal = Object.freeze({ reason: "over-cap", status: 413 });
 const OVER_CAP_CLOSE: GateRefusal = Object.freeze({ reason: "over-cap", status: 413, close: true });
