@@ -121,8 +121,9 @@ export function parseResponse(buf: Buffer, ended: boolean): Parsed | undefined {
     headers.set(name, headers.has(name) ? `${headers.get(name)}, ${value}` : value);
   }
   const at = headEnd + 4;
-  // An informational answer (100 Continue) is a head alone; the final one follows it.
-  if (status < 200) return { status, headers, body: "", complete: true, used: at };
+  // An informational answer (100 Continue) is a head alone, the final one follows it; a 204
+  // or 304 has no body whatever its headers say (RFC 9112 §6.3).
+  if (status < 200 || status === 204 || status === 304) return { status, headers, body: "", complete: true, used: at };
   if (/chunked/i.test(headers.get("transfer-encoding") ?? "")) {
     const parts: Buffer[] = [];
     let p = at;

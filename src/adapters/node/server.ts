@@ -51,7 +51,7 @@ const SLOT = Symbol("serve-hygiene connection slot");
 const RESPONSE = Symbol("serve-hygiene response");
 type _Gated = Socket & { [SLOT]?: ConnectionSlot | null; [RESPONSE]?: ServerResponse };
 
-/** Set on a request whose client waits for `100 Continue` before it sends its body. */
+/** Set on a request whose client waits for `100 Continue` before it sends its body, until it is sent. */
 const EXPECTS = Symbol("serve-hygiene expects continue");
 type _Expecting = IncomingMessage & { [EXPECTS]?: boolean };
 
@@ -69,6 +69,13 @@ type _Tracked = ServerResponse & { [SLOT]?: ConnectionSlot; [CLOSING]?: boolean 
 function _responseClosed(this: _Tracked): void {
   this[SLOT]?.requestEnded();
   if (this[CLOSING] === true && !this.req.complete && (this.req.socket as { destroySoon?: unknown } | null)?.destroySoon !== _lingeringClose) this.req.destroy();
+}
+
+/** Tells a client waiting for `100 Continue` to send its body, once. */
+function _continue(req: _Expecting, res: ServerResponse): void {
+  if (req[EXPECTS] !== true || res.headersSent || res.destroyed) return;
+  req[EXPECTS] = false;
+  res.writeContinue();
 }
 
 /** Whether the head declares a body (any method: a GET may carry one too). */
@@ -96,9 +103,7 @@ class _NodeInfo {
     this.outgoing = outgoing;
     this.declaresBody = declaresBody;
     this.declared = declaresBody ? _declared(incoming) : undefined;
-    this.continueBody = declaresBody && (incoming as _Expecting)[EXPECTS] === true ? () => {
-      if (!outgoing.headersSent && !outgoing.destroyed) outgoing.writeContinue();
-    } : undefined;
+    this.continueBody = declaresBody && (incoming as _Expecting)[EXPECTS] === true ? () => _continue(incoming, outgoing) : undefined;
   }
   get peer() {
     return peerOf(this.incoming);
@@ -199,6 +204,10 @@ export function listenNode(options: NodeListenOptions): Listen {
         // lingering close, so the answer is not lost to the reset of closing on unread bytes.
         const writeHead = res.writeHead;
         res.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse["writeHead"]>) {
+          // A success answered before the body was asked for (a handler streaming the body back:
+          // `new Response(request.body)`) still wants it: the client waiting for 100 Continue
+          // is told to send it first, or neither side would move.
+          if (args[0] < 300) _continue(req, this);
           if (!req.complete && (args[0] === 408 || (this as _Tracked)[CLOSING] === true || closesOnUnreadBody(_declared(req)))) {
             this.setHeader("connection", "close");
             (this as _Tracked)[CLOSING] = true;
@@ -228,7 +237,9 @@ export function listenNode(options: NodeListenOptions): Listen {
     // (ServeInfo.continueBody); answered without it, node closes the connection (the client
     // may or may not send the body it held back).
     http.on("checkContinue", (req: _Expecting, res: ServerResponse) => {
-      req[EXPECTS] = true;
+      // Without a body there is nothing to hold back: continued at once (keep-alive, as node would).
+      if (_declaresBody(req)) req[EXPECTS] = true;
+      else res.writeContinue();
       onRequest(req, res);
     });
     // Gate 0 (the policy is the core's connection gate). Prepended: node:http's own listener
