@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { serveHere } from "../support/adapter.ts";
 import { isServeError } from "../../src/core/lifecycle/serve_error.ts";
 import type { ServeHandle } from "../../src/core/mod.ts";
+import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { runtime } from "../support/runtime.ts";
 import { openSock, rawRequest, within } from "../support/reliability.ts";
 
@@ -214,29 +215,68 @@ describe(`adapter serve (${runtime})`, () => {
     }
   });
 
-  test(`adapter serve: from the stop signal on (its pre-stop delay too) every answer closes its connection, so a proxy's keep-alive pool is retired through clean answers (${runtime})`, async () => {
-    const handle = await serveHere(() => new Response("ok"), { preStopDelayMs: 500, drainTimeoutMs: 3000, requestTimeoutMs: 1000 });
-    const ask = async () => {
+  test(`adapter serve: from the stop signal on (its pre-stop delay too) every answer — a handler's, a 500, a refusal — closes its connection, so a proxy's keep-alive pool is retired through clean answers${runtime === "deno" ? " (deno: says so; Deno leaves the closing to the client)" : ` (${runtime})`}`, async () => {
+    const handle = await serveHere((request) => {
+      if (new URL(request.url).pathname === "/boom") throw new Error("handler failed (logged)");
+      return new Response("ok");
+    }, {
+      preStopDelayMs: 2000,
+      drainTimeoutMs: 5000,
+      requestTimeoutMs: 1000,
+      log: () => {},
+      rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 4, windowMs: 60_000, name: "ip" }) }],
+    });
+    /** One request on a fresh connection: its status, its Connection header, and whether the server closed the connection after it. */
+    const ask = async (path: string) => {
       const sock = await openSock(handle.address.port);
       try {
-        sock.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        sock.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
         const res = await sock.response();
-        return { status: res.status, connection: res.headers.get("connection"), closes: res.headers.get("connection") === "close" ? await within(sock.closed, "the server closing after its answer").then(() => true) : sock.isClosed() };
+        const closes = runtime === "deno" || res.headers.get("connection") !== "close" ? undefined : await within(sock.closed, "the server closing after its answer").then(() => true);
+        return { status: res.status, connection: res.headers.get("connection"), closes };
       } finally {
         sock.destroy();
       }
     };
+    const closed = runtime === "deno" ? undefined : true;
     let outcome: ReturnType<ServeHandle["shutdown"]> | undefined;
     try {
-      const before = await ask();
+      const before = await ask("/");
       assert.equal(before.status, 200);
       assert.notEqual(before.connection, "close", "before the stop: keep-alive");
       outcome = handle.shutdown("test over");
-      await new Promise((r) => setTimeout(r, 50)); // inside the pre-stop delay: still served
-      const during = await ask();
-      assert.deepEqual(during, { status: 200, connection: "close", closes: true });
+      await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual(await ask("/"), { status: 200, connection: "close", closes: closed });
+      assert.deepEqual(await ask("/boom"), { status: 500, connection: "close", closes: closed });
+      // Still inside the pre-stop delay (still accepting): the closes above were the answers' own.
+      assert.deepEqual(await ask("/"), { status: 200, connection: "close", closes: closed });
+      assert.deepEqual(await ask("/"), { status: 429, connection: "close", closes: closed });
     } finally {
       assert.equal((await (outcome ?? handle.shutdown())).outcome, "clean");
+    }
+  });
+
+  test(`adapter serve: a WebSocket upgrade during the pre-stop delay still switches protocols (its 101 is not closed)${runtime === "deno" ? "" : ` (deno only: serve() upgrades nothing on ${runtime})`}`, { skip: runtime !== "deno" }, async () => {
+    type DenoWs = { socket: WebSocket; response: Response };
+    const upgrade = (globalThis as unknown as { Deno: { upgradeWebSocket(r: Request): DenoWs } }).Deno.upgradeWebSocket;
+    const handle = await serveHere((request) => {
+      const { socket, response } = upgrade(request);
+      socket.onmessage = (e) => socket.send(`echo:${e.data}`);
+      return response;
+    }, { preStopDelayMs: 1000, drainTimeoutMs: 3000, requestTimeoutMs: 1000 });
+    const outcome = handle.shutdown("test over");
+    try {
+      await new Promise((r) => setTimeout(r, 20));
+      const ws = new WebSocket(`ws://127.0.0.1:${handle.address.port}/`);
+      const echoed = await within(new Promise<string>((resolve, reject) => {
+        ws.onopen = () => ws.send("hi");
+        ws.onmessage = (e) => resolve(String(e.data));
+        ws.onerror = (e) => reject(new Error(`the upgrade failed: ${(e as ErrorEvent).message ?? e.type}`));
+      }), "the echo");
+      assert.equal(echoed, "echo:hi");
+      ws.close();
+    } finally {
+      await outcome;
     }
   });
 

@@ -1,4 +1,4 @@
-import { _safeLogger, fallbackResponse, type GuardedHandler, type Listen, type Logger, peerAddress, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { _closing, _safeLogger, fallbackResponse, type GuardedHandler, type Listen, type Logger, peerAddress, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
 import { _bun } from "./bun_api.ts";
 import { createBunHost, type BunHostOptions } from "./host.ts";
 
@@ -89,14 +89,16 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
       // the connection is already gone
     }
   };
-  return (fetch, { port, hostname, config }) => {
+  return (fetch, { port, hostname, config, stopping }) => {
     const server = _bun().serve({
       port,
       hostname,
       idleTimeout,
       maxRequestBodySize: options.maxRequestBodySize ?? _maxRequestBodySize(config),
       fetch(request, srv) {
-        const answered = fetch(request, new _PeerInfo(srv, request));
+        let answered = fetch(request, new _PeerInfo(srv, request));
+        // From the stop signal on, every answer closes its connection (_closing).
+        if (stopping?.aborted === true) answered = _closing(answered);
         // Answered synchronously (a refusal, a handler that returned its Response): no timer
         // can fire while it ran, so Bun's idle timer is left as it is.
         if (!(answered instanceof Promise)) return answered;

@@ -12,6 +12,7 @@ import {
   type ServeOptions,
   serveWith,
   _isDrainAbort,
+  _closing,
   _safeLogger,
 } from "../../core/mod.ts";
 import { _BodyWatch, _DROP } from "./drop.ts";
@@ -88,7 +89,10 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): 
         _watchLegacyAbort(request, info, options.log);
         // A body is read through a watch, so a response the core marked can end the connection.
         const watch = request.body === null ? undefined : new _BodyWatch();
-        const answered = fetch(watch?.watch(request) ?? request, new _PeerInfo(info, watch === undefined));
+        let answered = fetch(watch?.watch(request) ?? request, new _PeerInfo(info, watch === undefined));
+        // From the stop signal on, every answer says the connection closes (_closing). Deno
+        // itself keeps the connection open after it: the client (a proxy's pool) closes it.
+        if (stopping?.aborted === true) answered = _closing(answered);
         if (watch === undefined) return answered;
         const end = (res: Response) => (_drops(request, res, drop, stopping?.aborted === true) ? watch.ending(res) : res);
         return answered instanceof Promise ? answered.then(end) : end(answered);

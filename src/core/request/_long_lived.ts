@@ -4,7 +4,6 @@
 import type { Clock } from "../clock.ts";
 import type { _Admission } from "./admission.ts";
 import { _createOpenBodies } from "./_open_bodies.ts";
-import { _withClose } from "./body_caps.ts";
 
 /** How long after a forced drain's closeAll the guard itself fails the bodies still streaming. */
 export const _FORCE_BODIES_AFTER_MS = 50;
@@ -52,11 +51,6 @@ export function _createLongLived(stopping: AbortSignal | undefined, clock: Clock
       if (ctx.watchesShutdown) watching.delete(ctx);
     },
     response(ctx, res, serviceTimeoutMs) {
-      // From the stop signal on (the pre-stop delay too) every answer closes its connection: a
-      // proxy's pooled keep-alive connections are retired through clean answers, rather than
-      // closed under a request already on its way when the server stops accepting (reset: a
-      // POST is not retried).
-      if (stopping?.aborted === true) res = _withClose(res);
       if (!ctx.watchesShutdown && !(ctx.timeoutMs === Infinity && serviceTimeoutMs !== Infinity)) return res;
       if (ctx.watchesShutdown) keep(ctx);
       return bodies.track(res, (cut) => {

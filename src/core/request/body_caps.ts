@@ -140,7 +140,8 @@ export function _unreadCloses(request: Request, declared: DeclaredLength | undef
 
 /** `res` with `Connection: close`, as a new Response (the handler's own may be shared or immutable). */
 export function _withClose(res: Response): Response {
-  if (res.headers.get("connection") === "close") return res;
+  // A protocol switch (Deno's WebSocket 101: `Connection: Upgrade`) is not an answer to close.
+  if (res.status === 101 || res.headers.get("connection") === "close") return res;
   // Marked in place: a copy loses what the runtime keeps off the headers — Bun's implied
   // Content-Type of a string body (a review: text/plain became application/octet-stream), which
   // even reading `res.body` loses there. Not a null-body status (204, 205, 304): such an answer
@@ -161,4 +162,15 @@ export function _withClose(res: Response): Response {
   } catch {
     return res; // a status a Response cannot be built with (101): left as it is
   }
+}
+
+/**
+ * An answer, or its promise, marked `Connection: close` ({@linkcode _withClose}): from the stop
+ * signal on (its pre-stop delay too) every answer an adapter sends closes its connection, so a
+ * proxy's pooled keep-alive connections are retired through clean answers rather than closed
+ * under a request already on its way when the server stops accepting (reset: a POST is not
+ * retried).
+ */
+export function _closing(answered: Response | Promise<Response>): Response | Promise<Response> {
+  return answered instanceof Promise ? answered.then(_withClose) : _withClose(answered);
 }

@@ -8,6 +8,6 @@ export * from "./deadline_wheel.ts";
 export * from "./responses.ts";
 export type { ExemptOption } from "./exempt.ts";
 export type { GuardedInfo, RequestContext } from "./request_context.ts";
-export { closesOnUnreadBody, type RouteBodyLimit, UNREAD_BODY_KEEP_BYTES } from "./body_caps.ts";
+export { _closing, closesOnUnreadBody, type RouteBodyLimit, UNREAD_BODY_KEEP_BYTES } from "./body_caps.ts";
 export { _reporterOf } from "./route_report.ts";
 export { _ClientLeft } from "./client_left.ts";
