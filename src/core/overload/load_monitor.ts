@@ -110,6 +110,9 @@ export interface LoadMonitor {
   dispose(): void;
 }
 
+/** The shortest probe delay read as a frozen process rather than a stalled loop (see tick). */
+const FROZEN_MIN_MS = 1000;
+
 /**
  * A portable event-loop load monitor: a timer-drift probe (a native histogram is unreliable
  * on Deno, and utilisation reads zero off Node), high and low watermarks with hysteresis,
@@ -176,6 +179,9 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
   const deferAbove = _durationMs(what, "deferAboveMs", _given(o.deferAboveMs, low));
   const retryAfterMs = _durationMs(what, "retryAfterMs", _given(o.retryAfterMs, 1000));
   const clock = o.clock ?? systemClock;
+  // A probe this overdue measured a process that was not running, not a loop (see tick): at
+  // least a second and ten high watermarks, so a short idleAfterMs cannot hide real stalls.
+  const frozenAfter = Math.max(idleAfter, FROZEN_MIN_MS, 10 * high);
 
   let busy = false;
   let delay = 0;
@@ -216,11 +222,12 @@ export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
   const tick = () => {
     const now = clock.now();
     const late = now - lastTick - interval;
-    // Overdue by idleAfterMs or more, the probe did not measure a loop slow to come round but a
-    // process that was not running (frozen between serverless invocations, a paused container,
-    // a suspended host): not a delay to smooth, the next probe measures afresh (read as one,
-    // Deno refused the first requests after a thaw while the smoothed delay came down).
-    if (late < idleAfter) record(Math.max(0, late));
+    // Overdue by frozenAfter or more (idleAfterMs, at least 1 s), the probe did not measure a
+    // loop slow to come round but a process that was not running (frozen between serverless
+    // invocations, a paused container, a suspended host): not a delay to smooth, the next
+    // probe measures afresh (read as one, Deno refused the first requests after a thaw while
+    // the smoothed delay came down).
+    if (late < frozenAfter) record(Math.max(0, late));
     lastTick = now;
     batchStart = NaN; // a timer runs only between turns: the next admission starts a new batch
     // Quiet and calm: stop the probe, so an idle server sleeps. Never while the share recovers.

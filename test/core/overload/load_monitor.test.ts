@@ -423,6 +423,15 @@ describe("load monitor: loop turns", () => {
     assert.equal(monitor.busy, true);
     assert.ok(monitor.admitShare < 1);
     monitor.dispose();
+    // A short idleAfterMs (a probe that sleeps sooner) does not hide stalls: a frozen process is
+    // one overdue by at least a second.
+    const short = running({ idleAfterMs: 100 });
+    short.sim.at(short.sim.now + 10);
+    turn(short.sim, short.monitor, 5, 0.1, 0.01);
+    short.sim.at(short.sim.now + 300);
+    turn(short.sim, short.monitor, 1, 0.1, 0.01);
+    assert.equal(short.monitor.busy, true, "a 300 ms stall with idleAfterMs 100");
+    short.monitor.dispose();
   });
 
   test("load monitor: after a stall the admitted share recovers turn by turn, never from the floor to everything at once", () => {
