@@ -3,7 +3,7 @@
 // each check to its key's master with every key's budget exact, loads the scripts on every
 // master (again after they were flushed), and a scoped call works with a hash-tagged prefix.
 // And README's ACL line, run as written, is enough for the store.
-import { after, before, describe, test } from "node:test";
+import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createClient, createCluster } from "redis";
@@ -21,15 +21,19 @@ const TIMEOUT = { timeout: 30_000 };
 describe(`redis store on a Redis Cluster (${runtime})`, () => {
   let nodes: RedisServer[] = [];
   let cluster: ReturnType<typeof createCluster>;
-  before(async () => {
-    nodes = await startRedisCluster(3);
-    cluster = createCluster({
-      rootNodes: [{ url: nodes[0]!.url }],
-      defaults: { disableOfflineQueue: true, socket: { reconnectStrategy: 25, connectTimeout: 2_000 } },
-    });
-    cluster.on("error", () => {});
-    await cluster.connect();
-  });
+  // Formed on first use, inside a test's own timeout: a cluster takes a few seconds to agree on
+  // its slots on a loaded machine, longer than a runner's hook timeout (Bun's is 5 s).
+  let formed: Promise<void> | undefined;
+  const ready = () =>
+    (formed ??= (async () => {
+      nodes = await startRedisCluster(3);
+      cluster = createCluster({
+        rootNodes: [{ url: nodes[0]!.url }],
+        defaults: { disableOfflineQueue: true, socket: { reconnectStrategy: 25, connectTimeout: 2_000 } },
+      });
+      cluster.on("error", () => {});
+      await cluster.connect();
+    })());
   after(async () => {
     await cluster?.close().catch(() => {});
     await Promise.all(nodes.map((n) => n.stop()));
@@ -38,11 +42,13 @@ describe(`redis store on a Redis Cluster (${runtime})`, () => {
   /** How many keys each master holds. */
   const keysPerMaster = async () => Promise.all(nodes.map(async (n) => Number(await n.command("DBSIZE"))));
 
-  test(`fromNodeRedis refuses a cluster client, naming the binding for it (${runtime})`, TIMEOUT, () => {
+  test(`fromNodeRedis refuses a cluster client, naming the binding for it (${runtime})`, TIMEOUT, async () => {
+    await ready();
     assert.throws(() => fromNodeRedis(cluster as never), /cluster client \(createCluster\(\)\): bind it with fromNodeRedisCluster/);
   });
 
   test(`checks run on their key's master: every key's budget is exact, and the keys spread over the masters (${runtime})`, TIMEOUT, async () => {
+    await ready();
     const store = createRedisStore({ client: fromNodeRedisCluster(cluster as never), timeoutMs: 2_000 });
     const window = createFixedWindowLimiter({ name: "spread-fw", limit: 3, windowMs: 60_000, store });
     const bucket = createTokenBucketLimiter({ name: "spread-tb", ratePerSecond: 0.01, burst: 2, store });
@@ -62,6 +68,7 @@ describe(`redis store on a Redis Cluster (${runtime})`, () => {
   });
 
   test(`the scripts are loaded on every master, and again after every master lost them (${runtime})`, TIMEOUT, async () => {
+    await ready();
     const store = createRedisStore({ client: fromNodeRedisCluster(cluster as never), timeoutMs: 2_000 });
     const limiter = createFixedWindowLimiter({ name: "reload", limit: 1_000, windowMs: 60_000, store });
     const take = async (n: number, tag: string) => (await Promise.all(Array.from({ length: n }, (_, i) => limiter.take(`${tag}-${i}`)))).map((d) => d.reason ?? "ok");
@@ -74,6 +81,7 @@ describe(`redis store on a Redis Cluster (${runtime})`, () => {
   });
 
   test(`a scoped call over two shared limiters works with a hash-tagged prefix (${runtime})`, TIMEOUT, async () => {
+    await ready();
     const store = createRedisStore({ client: fromNodeRedisCluster(cluster as never), prefix: "{scoped}:", timeoutMs: 2_000 });
     const global = createFixedWindowLimiter({ name: "global", limit: 100, windowMs: 60_000, store });
     const tenant = createFixedWindowLimiter({ name: "tenant", limit: 2, windowMs: 60_000, store });
