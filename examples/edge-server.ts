@@ -4,7 +4,7 @@
 // JSON lines; on SIGTERM (or Ctrl-C) it drains and logs the outcome, then exits with its code.
 import { createShedLogger, exitCodeFor, type ServeHandle, type ServeOptions } from "../src/mod.ts";
 import { createPrometheusExporter } from "../src/prometheus/mod.ts";
-import { createAuthLimiter, createEdgeApp, PROBE_PATHS } from "./edge/app.ts";
+import { createAuthLimiter, createEdgeApp, isProbe, PROBE_PATHS } from "./edge/app.ts";
 import { ConfigError, configErrorFrom, readEdgeConfig, redactUrl } from "./edge/config.ts";
 import { edgeErrorHandler } from "./edge/errors.ts";
 import { createIpLimiter, StoreUnreachableError } from "./edge/shared_limit.ts";
@@ -16,6 +16,13 @@ const log = (record: { level: string; msg: string; [k: string]: unknown }) =>
 // The example picks the adapter for the runtime it finds itself on; the library never sniffs.
 const runtime = typeof Deno !== "undefined" ? "deno" : "Bun" in globalThis ? "bun" : "node";
 const env: Record<string, string | undefined> = runtime === "deno" ? Deno.env.toObject() : process.env;
+
+// Until serve() installs its own, a stop signal ends startup: nothing is admitted yet, so exit 0.
+// As PID 1 in a container a signal with no handler is ignored, and a SIGTERM during a slow start
+// (the Redis connect: up to 5 s) was lost — the server came up and served until the SIGKILL.
+const STOP_SIGNALS = ["SIGTERM", "SIGINT"] as const;
+const stopStartup = () => (runtime === "deno" ? Deno.exit : process.exit)(0);
+for (const signal of STOP_SIGNALS) runtime === "deno" ? Deno.addSignalListener(signal, stopStartup) : process.on(signal, stopStartup);
 
 /** A bad configuration ends startup with exit 2 and a message naming the variables. */
 function invalid(error: ConfigError): never {
@@ -36,6 +43,7 @@ const exporter = createPrometheusExporter();
 const shedLog = createShedLogger({ log });
 // HYGIENE_REDIS_URL shares the per-IP window across instances; Redis unreachable at startup → exit 1.
 let ip;
+if (config.redisUrl !== undefined) log({ level: "info", msg: "connecting to the shared store", redisUrl: redactUrl(config.redisUrl) });
 try {
   ip = await createIpLimiter(config, (event) => {
     exporter.onEvent(event);
@@ -71,7 +79,10 @@ const options: ServeOptions = {
   exempt: PROBE_PATHS,
   clientKey: { trustedProxies: config.trustedProxies },
   loadMonitor: config.loadMonitor,
-  rateLimits: [{ limiter: ipLimiter, scope: "ip" }],
+  // The probes are metered under a key of their own: a kubelet probes from the node's address,
+  // which NAT'd client traffic often shares, and a probe refused 429 once that address spent
+  // its budget marked the pod unready and got it restarted.
+  rateLimits: [{ limiter: ipLimiter, scope: "ip", key: (request, key) => (isProbe(request.url) ? `probe|${key}` : key) }],
   log,
   onEvent: (event) => {
     exporter.onEvent(event);
@@ -87,6 +98,8 @@ const adapter = runtime === "deno"
   ? await import("../src/adapters/bun/mod.ts")
   : await import("../src/adapters/node/mod.ts");
 
+// serve() installs its own signal handling synchronously, as it is called: no signal falls between.
+for (const signal of STOP_SIGNALS) runtime === "deno" ? Deno.removeSignalListener(signal, stopStartup) : process.off(signal, stopStartup);
 try {
   handle = await adapter.serve(app.fetch, options);
 } catch (error) {
@@ -117,10 +130,12 @@ handle.finished.then(
     // From the stop signal to the end of the in-flight drain, on the library's clock.
     const durationMs = outcome.signalledAt === undefined ? undefined : Math.round(outcome.drainedAt - outcome.signalledAt);
     log({ level: outcome.outcome === "clean" ? "info" : "warn", msg: "drained", durationMs, ...outcome });
-    exit(exitCodeFor(outcome));
+    // A macrotask later, as exitOnDrained does: a forced drain's 503s are written first (exiting
+    // here at once, Deno reset the connections they were for).
+    setTimeout(() => exit(exitCodeFor(outcome)), 0);
   },
   (error) => {
     log({ level: "error", msg: "serve failed", kind: error?.kind, error: error?.cause ?? error });
-    exit(exitCodeFor(error));
+    setTimeout(() => exit(exitCodeFor(error)), 0);
   },
 );

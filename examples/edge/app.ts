@@ -10,6 +10,14 @@ import type { EdgeConfig } from "./config.ts";
  */
 export const PROBE_PATHS: readonly string[] = ["/healthz", "/readyz", "/metrics"];
 
+/** Whether a request URL's path (query ignored) is one of {@linkcode PROBE_PATHS}, without parsing the URL. */
+export function isProbe(url: string): boolean {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start < 0) return false;
+  const query = url.indexOf("?", start);
+  return PROBE_PATHS.includes(query < 0 ? url.slice(start) : url.slice(start, query));
+}
+
 export interface EdgeAppDeps {
   config: EdgeConfig;
   /** Readiness and liveness, known once the server is listening. */

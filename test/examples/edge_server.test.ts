@@ -1,4 +1,5 @@
 import { describe, test } from "node:test";
+import { createServer } from "node:net";
 import assert from "node:assert/strict";
 import { runtime, startChild } from "../support/runtime.ts";
 import { openSock, parseResponse, type Sock, within } from "../support/reliability.ts";
@@ -124,6 +125,80 @@ describe(`examples: edge server (${runtime})`, () => {
       assert.doesNotMatch(child.stderr(), /MaxListenersExceeded/);
     } finally {
       for (const s of socks) s.destroy();
+      child.kill();
+    }
+  });
+
+  test(`edge server: a client that spent its budget from the probes' address does not make the probes fail: they are metered under their own key (${runtime})`, async () => {
+    const child = startChild("examples/edge-server.ts", {
+      PORT: "0",
+      HOST: "127.0.0.1",
+      HYGIENE_RATE_LIMIT: "3",
+      HYGIENE_LOAD_MONITOR: "off",
+    });
+    try {
+      const { port } = JSON.parse(await child.waitForLine(/"listening"/));
+      const status = async (path: string) => {
+        const res = await fetch(`http://127.0.0.1:${port}${path}`);
+        await res.body?.cancel();
+        return res.status;
+      };
+      const spent: number[] = [];
+      for (let i = 0; i < 4; i++) spent.push(await status("/"));
+      assert.deepEqual(spent, [200, 200, 200, 429]);
+      assert.deepEqual([await status("/healthz"), await status("/readyz"), await status("/metrics?x=1")], [200, 200, 200]);
+      // Still metered: a probe flood is refused in its own budget.
+      const probes: number[] = [];
+      for (let i = 0; i < 3; i++) probes.push(await status("/healthz"));
+      assert.deepEqual(probes, [429, 429, 429]);
+      child.kill("SIGTERM");
+      assert.equal(await child.exited, 0);
+    } finally {
+      child.kill();
+    }
+  });
+
+  test(`edge server: a forced drain answers the request still running 503 before the process exits 3 (${runtime})`, async () => {
+    const child = startChild("examples/edge-server.ts", {
+      PORT: "0",
+      HOST: "127.0.0.1",
+      HYGIENE_REQUEST_TIMEOUT_MS: "Infinity",
+      HYGIENE_DRAIN_TIMEOUT_MS: "1500",
+      HYGIENE_LOAD_MONITOR: "off",
+    });
+    try {
+      const { port } = JSON.parse(await child.waitForLine(/"listening"/));
+      const stuck = fetch(`http://127.0.0.1:${port}/work?ms=8000`).then(async (res) => ({ status: res.status, body: await res.text() }), (error: unknown) => ({ error: String(error) }));
+      // Admitted and running (the in-flight gauge says so) before the signal.
+      await within((async () => {
+        for (;;) {
+          const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+          if (/^serve_hygiene_requests_in_flight [1-9]/m.test(text)) return;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      })(), "the request running");
+      child.kill("SIGTERM");
+      assert.deepEqual((await stuck as { status?: number }).status, 503, JSON.stringify(await stuck));
+      assert.equal(await child.exited, 3);
+    } finally {
+      child.kill();
+    }
+  });
+
+  test(`edge server: a stop signal during startup (the shared store still connecting) ends it with exit 0, not the signal's default (ignored as a container's PID 1) (${runtime})`, async () => {
+    // A port nothing listens on: the connect is retried until its 5 s bound.
+    const closed = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as { port: number };
+        probe.close(() => resolve(port));
+      });
+    });
+    const child = startChild("examples/edge-server.ts", { PORT: "0", HOST: "127.0.0.1", HYGIENE_REDIS_URL: `redis://127.0.0.1:${closed}` });
+    try {
+      await child.waitForLine(/"connecting to the shared store"/);
+      child.kill("SIGTERM");
+      assert.equal(await child.exited, 0);
+    } finally {
       child.kill();
     }
   });
