@@ -15,13 +15,15 @@ export function _settleQuietly(result: unknown, onRejected: (error: unknown) => 
 }
 
 /**
- * The key a key function returned, or a TypeError naming what it returned instead (a promise
- * among them, given a rejection handler): the caller fails closed as for a throw.
+ * The key a key function returned — a string, or a finite number read as its string (a tenant
+ * id) — or a TypeError naming what it returned instead (a promise among them, given a rejection
+ * handler): the caller fails closed as for a throw.
  */
 export function _keyResult(key: unknown, what: string): string {
   if (typeof key === "string") return key;
+  if (typeof key === "number" && Number.isFinite(key)) return String(key);
   const promise = _settleQuietly(key);
-  throw new TypeError(`${what} must return a string: it returned ${promise ? "a promise (an async function?)" : key === null ? "null" : typeof key}`);
+  throw new TypeError(`${what} must return a string: it returned ${promise ? "a promise (an async function?)" : key === null ? "null" : typeof key === "number" ? String(key) : typeof key}`);
 }
 
 const SAFE = Symbol("serve-hygiene safe logger");

@@ -37,12 +37,13 @@ describe("user code: the helpers", () => {
     assert.equal(seen.length, 2);
   });
 
-  test("user code: a key must be a string; a promise, a number, null or an object is a TypeError saying which", async () => {
+  test("user code: a key must be a string (a finite number is read as its string); a promise, null, NaN or an object is a TypeError saying which", async () => {
     assert.equal(_keyResult("k", "f"), "k");
     assert.equal(_keyResult("", "f"), "");
+    assert.equal(_keyResult(42, "f"), "42");
+    assert.throws(() => _keyResult(Number.NaN, "f"), /it returned NaN/);
     assert.throws(() => _keyResult(Promise.resolve("k"), "the key function"), /the key function must return a string: it returned a promise/);
     assert.throws(() => _keyResult(rejects(), "f"), /a promise/);
-    assert.throws(() => _keyResult(42, "f"), /it returned number/);
     assert.throws(() => _keyResult(null, "f"), /it returned null/);
     assert.throws(() => _keyResult({}, "f"), /it returned object/);
     await aTurn(); // the rejected one was handled
@@ -102,8 +103,8 @@ describe("user code: while serving", () => {
     await aTurn();
   });
 
-  test("user code: a client-key function that returns a promise or a number fails closed (429 limiter-error and a fault), as one that throws", async () => {
-    for (const clientKey of [async () => "k", () => 7, () => null, () => { throw new Error("no key"); }]) {
+  test("user code: a client-key function that returns a promise, nothing or an object fails closed (429 limiter-error and a fault), as one that throws", async () => {
+    for (const clientKey of [async () => "k", () => undefined, () => null, () => ({}), () => { throw new Error("no key"); }]) {
       const { guard, events, faults } = setup({
         clientKey: clientKey as never,
         rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 100, windowMs: 60_000, name: "ip" }) }],

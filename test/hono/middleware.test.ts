@@ -366,7 +366,7 @@ describe(`hono middleware (${runtime})`, () => {
   test("hono: a route key function that throws or returns no string fails closed: 429 limiter-error and a fault, under hygiene() and without it", async () => {
     const keys = [() => {
       throw new Error("no key");
-    }, async () => "k", () => 42];
+    }, async () => "k", () => ({ id: 42 })];
     for (const key of keys) {
       for (const guarded of [false, true]) {
         const events: { type: string; layer?: string; reason?: string; source?: string }[] = [];
