@@ -216,15 +216,18 @@ describe(`adapter serve (${runtime})`, () => {
   });
 
   test(`adapter serve: from the stop signal on (its pre-stop delay too) every answer — a handler's, a 500, a refusal — closes its connection, so a proxy's keep-alive pool is retired through clean answers${runtime === "deno" ? " (deno: says so; Deno leaves the closing to the client)" : ` (${runtime})`}`, async () => {
-    const handle = await serveHere((request) => {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const handle = await serveHere(async (request) => {
       if (new URL(request.url).pathname === "/boom") throw new Error("handler failed (logged)");
+      if (new URL(request.url).pathname === "/running") await released;
       return new Response("ok");
     }, {
       preStopDelayMs: 2000,
       drainTimeoutMs: 5000,
       requestTimeoutMs: 1000,
       log: () => {},
-      rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 4, windowMs: 60_000, name: "ip" }) }],
+      rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 5, windowMs: 60_000, name: "ip" }) }],
     });
     /** One request on a fresh connection: its status, its Connection header, and whether the server closed the connection after it. */
     const ask = async (path: string) => {
@@ -244,13 +247,19 @@ describe(`adapter serve (${runtime})`, () => {
       const before = await ask("/");
       assert.equal(before.status, 200);
       assert.notEqual(before.connection, "close", "before the stop: keep-alive");
+      // One request running at the signal, answered during the delay.
+      const running = ask("/running");
+      while (handle.guard.inFlight < 1) await new Promise((r) => setTimeout(r, 5));
       outcome = handle.shutdown("test over");
       await new Promise((r) => setTimeout(r, 20));
+      release();
+      assert.deepEqual(await running, { status: 200, connection: "close", closes: closed });
       assert.deepEqual(await ask("/"), { status: 200, connection: "close", closes: closed });
       assert.deepEqual(await ask("/boom"), { status: 500, connection: "close", closes: closed });
       // Still inside the pre-stop delay (still accepting): the closes above were the answers' own.
       assert.deepEqual(await ask("/"), { status: 200, connection: "close", closes: closed });
       assert.deepEqual(await ask("/"), { status: 429, connection: "close", closes: closed });
+      release();
     } finally {
       assert.equal((await (outcome ?? handle.shutdown())).outcome, "clean");
     }

@@ -129,15 +129,17 @@ describe(`examples: edge server (${runtime})`, () => {
     }
   });
 
+  /** The example on a free port with these variables (the load monitor off): the child and its port once it listens. */
+  const listening = async (env: Record<string, string>) => {
+    const child = startChild("examples/edge-server.ts", { PORT: "0", HOST: "127.0.0.1", HYGIENE_LOAD_MONITOR: "off", ...env });
+    const line = child.waitForLine(/"listening"/).then((l) => JSON.parse(l).port as number);
+    return { child, port: line };
+  };
+
   test(`edge server: a client that spent its budget from the probes' address does not make the probes fail: they are metered under their own key (${runtime})`, async () => {
-    const child = startChild("examples/edge-server.ts", {
-      PORT: "0",
-      HOST: "127.0.0.1",
-      HYGIENE_RATE_LIMIT: "3",
-      HYGIENE_LOAD_MONITOR: "off",
-    });
+    const { child, port: listened } = await listening({ HYGIENE_RATE_LIMIT: "3" });
     try {
-      const { port } = JSON.parse(await child.waitForLine(/"listening"/));
+      const port = await listened;
       const status = async (path: string) => {
         const res = await fetch(`http://127.0.0.1:${port}${path}`);
         await res.body?.cancel();
@@ -159,15 +161,9 @@ describe(`examples: edge server (${runtime})`, () => {
   });
 
   test(`edge server: a forced drain answers the request still running 503 before the process exits 3 (${runtime})`, async () => {
-    const child = startChild("examples/edge-server.ts", {
-      PORT: "0",
-      HOST: "127.0.0.1",
-      HYGIENE_REQUEST_TIMEOUT_MS: "Infinity",
-      HYGIENE_DRAIN_TIMEOUT_MS: "1500",
-      HYGIENE_LOAD_MONITOR: "off",
-    });
+    const { child, port: listened } = await listening({ HYGIENE_REQUEST_TIMEOUT_MS: "Infinity", HYGIENE_DRAIN_TIMEOUT_MS: "1500" });
     try {
-      const { port } = JSON.parse(await child.waitForLine(/"listening"/));
+      const port = await listened;
       const stuck = fetch(`http://127.0.0.1:${port}/work?ms=8000`).then(async (res) => ({ status: res.status, body: await res.text() }), (error: unknown) => ({ error: String(error) }));
       // Admitted and running (the in-flight gauge says so) before the signal.
       await within((async () => {

@@ -238,7 +238,7 @@ export function listenNode(options: NodeListenOptions): Listen {
     // may or may not send the body it held back).
     http.on("checkContinue", (req: _Expecting, res: ServerResponse) => {
       // Without a body there is nothing to hold back: continued at once (keep-alive, as node would).
-      if (_declaresBody(req)) req[EXPECTS] = true;
+      if (_declaresBody(req) && req.headers["content-length"] !== "0") req[EXPECTS] = true;
       else res.writeContinue();
       onRequest(req, res);
     });

@@ -4,6 +4,7 @@
 import type { Clock } from "../clock.ts";
 import type { _Admission } from "./admission.ts";
 import { _createOpenBodies } from "./_open_bodies.ts";
+import { _withClose } from "./body_caps.ts";
 
 /** How long after a forced drain's closeAll the guard itself fails the bodies still streaming. */
 export const _FORCE_BODIES_AFTER_MS = 50;
@@ -51,6 +52,9 @@ export function _createLongLived(stopping: AbortSignal | undefined, clock: Clock
       if (ctx.watchesShutdown) watching.delete(ctx);
     },
     response(ctx, res, serviceTimeoutMs) {
+      // From the stop signal on every answer closes its connection (the adapters mark what they
+      // answer from then on; this, a handler's answer to a request that was running at the signal).
+      if (stopping?.aborted === true) res = _withClose(res);
       if (!ctx.watchesShutdown && !(ctx.timeoutMs === Infinity && serviceTimeoutMs !== Infinity)) return res;
       if (ctx.watchesShutdown) keep(ctx);
       return bodies.track(res, (cut) => {
