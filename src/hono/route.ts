@@ -21,6 +21,7 @@ import {
   type RateDecision,
   _emit,
   _keyResult,
+  _sinkOf,
 } from "../core/mod.ts";
 import type { Context } from "hono";
 import { _requireContext, hygieneContext, peerOf } from "./context.ts";
@@ -147,12 +148,15 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
   const keyOf = typeof options.key === "function" ? options.key : createClientKey(options.key);
   const scope = options.scope ?? "route";
   const limiterClass = limiter.name === undefined ? {} : { limiterClass: limiter.name };
+  // Without a guard, what this middleware refuses itself (its key function failed) is reported
+  // where the limiter reports its own refusals.
+  const ownSink = _sinkOf(limiter);
   return async function rateLimit(c, next) {
     const context = hygieneContext(c);
     const report = _reporterOf(context);
-    const key = _routeKey(c, context?.key, keyOf, report);
+    const key = _routeKey(c, context?.key, keyOf, report ?? ownSink);
     if (key === undefined) {
-      _emit([report], { type: "deny", layer: "rate", reason: "limiter-error", status: 429, retryAfterMs: KEY_FAILED_RETRY_MS, scope, ...limiterClass });
+      _emit([report ?? ownSink], { type: "deny", layer: "rate", reason: "limiter-error", status: 429, retryAfterMs: KEY_FAILED_RETRY_MS, scope, ...limiterClass });
       return denyResponse(429, { retryAfterMs: KEY_FAILED_RETRY_MS });
     }
     // Behind a guard: peek (which reports nothing), then take, and report a refusal through

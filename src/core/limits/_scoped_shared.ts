@@ -46,7 +46,7 @@ export function _sharedScopedTake<C, D>(
     for (let i = 0; i < list.length; i++) {
       const scope = list[i]!;
       try {
-        keys[i] = scope.key === undefined ? scope.name : _keyResult(scope.key(ctx), "a scope's key function");
+        keys[i] = scope.key === undefined ? scope.name : _keyResult(scope.key(ctx), "a scope's (a rateLimits rule's) key function");
       } catch (error) {
         return failClosed(error, scope);
       }

@@ -2,6 +2,7 @@
 // scoped limiter that composes them: the decision they return, the interface they
 // implement, and the error a caller throws with a denial.
 import type { Clock } from "../clock.ts";
+import type { EventSink } from "../events.ts";
 import { _hasCode, HygieneError } from "../errors.ts";
 import type { SizeGauge } from "../size_gauge.ts";
 
@@ -98,4 +99,15 @@ export class RateLimitedError extends HygieneError {
  */
 export function isRateLimitedError(error: unknown): error is RateLimitedError {
   return _hasCode<RateLimitedError>(error, CODE);
+}
+
+/** Where the core's limiters keep their own event sink (internal). */
+export const _SINK: unique symbol = Symbol("serve-hygiene.sink") as never;
+
+/**
+ * A limiter's own event sink, when it is one of the core's: a route middleware without a guard
+ * reports there what it refuses itself (its key function failed), as the limiter reports its own.
+ */
+export function _sinkOf(limiter: object): EventSink | undefined {
+  return (limiter as { [_SINK]?: EventSink })[_SINK];
 }

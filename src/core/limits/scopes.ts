@@ -197,7 +197,7 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): Scoped
         const scope = list[i]!;
         let key: string;
         try {
-          key = scope.key === undefined ? scope.name : _keyResult(scope.key(ctx), "a scope's key function");
+          key = scope.key === undefined ? scope.name : _keyResult(scope.key(ctx), "a scope's (a rateLimits rule's) key function");
         } catch (error) {
           return failClosed(error, scope);
         }

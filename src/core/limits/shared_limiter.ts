@@ -7,6 +7,7 @@ import type { Clock } from "../clock.ts";
 import type { EventSink } from "../events.ts";
 import type { SizeGauge } from "../size_gauge.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
+import { _SINK } from "./rate_limiter.ts";
 import type { RateAlgorithm, RateStore, RateStoreCheck } from "./rate_store.ts";
 import { _KeyTable } from "./_key_table.ts";
 import { _given, _nonNegativeInt, _positiveInt, _show } from "../_validate.ts";
@@ -134,7 +135,7 @@ export function _sharedLimiter(spec: _SharedSpec, o: SharedLimiterOptions): Shar
   const { algorithm, limit, windowMs, intervalMs, clock, onEvent } = spec;
   const check = (key: string, cost: number): RateStoreCheck => ({ algorithm, limiter: name, key, cost, limit, windowMs, intervalMs });
 
-  const limiter: SharedRateLimiter & { [_SHARED]: _SharedParts } = {
+  const limiter: SharedRateLimiter & { [_SHARED]: _SharedParts; [_SINK]: EventSink | undefined } = {
     name,
     algorithm,
     limit,
@@ -147,6 +148,7 @@ export function _sharedLimiter(spec: _SharedSpec, o: SharedLimiterOptions): Shar
     insurance,
     localLimiter: local,
     [_SHARED]: { check, denied, takeUnreported: (key, cost = 1, at) => decide(key, cost, at, false) },
+    [_SINK]: onEvent,
     take: (key, cost = 1, at) => decide(key, cost, at, true),
   };
   // `report`: the denial is this limiter's to report (a take); a caller that reports it itself

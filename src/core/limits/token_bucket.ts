@@ -2,6 +2,7 @@ import type { Clock } from "../clock.ts";
 import { systemClock } from "../clock.ts";
 import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
+import { _SINK } from "./rate_limiter.ts";
 import { _PressuredTable } from "./_pressure.ts";
 import { _fail, _options, _positiveInt, _given } from "../_validate.ts";
 import {
@@ -213,5 +214,6 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
     take: (key, cost = 1, now) => decide(key, cost, now, _TAKE),
     peek: (key, cost = 1, now) => decide(key, cost, now, _PEEK),
     [_ADMIT]: (key: string, now: number) => decide(key, 1, now, _ADMITTING),
+    [_SINK]: sink,
   } as TokenBucketLimiter;
 }
