@@ -238,7 +238,8 @@ export function listenNode(options: NodeListenOptions): Listen {
     // may or may not send the body it held back).
     http.on("checkContinue", (req: _Expecting, res: ServerResponse) => {
       // Without a body there is nothing to hold back: continued at once (keep-alive, as node would).
-      if (_declaresBody(req) && req.headers["content-length"] !== "0") req[EXPECTS] = true;
+      const declared = _declaresBody(req) ? _declared(req) : undefined;
+      if (declared !== undefined && !(declared.kind === "length" && declared.bytes === 0)) req[EXPECTS] = true;
       else res.writeContinue();
       onRequest(req, res);
     });
