@@ -29,19 +29,29 @@ import { _requireContext, hygieneContext, peerOf } from "./context.ts";
 /** How long a client whose key could not be computed is told to wait (the guard's keyed gates say the same). */
 const KEY_FAILED_RETRY_MS = 1000;
 
-/**
- * The route's client key: the guard's, else its own function's — undefined when that throws or
- * returns no string: a fault is reported and the route refuses 429 (fail closed, as the
- * guard's keyed gates do).
- */
-function _routeKey(c: Context, guardKey: string | undefined, keyOf: ClientKeyFunction, sink: EventSink | undefined): string | undefined {
+/** A route key function that threw or returned no string. */
+interface _KeyFailed {
+  readonly failed: unknown;
+}
+
+/** The route's client key: the guard's, else its own function's — or why that failed. */
+function _routeKey(c: Context, guardKey: string | undefined, keyOf: ClientKeyFunction): string | _KeyFailed {
   if (guardKey !== undefined) return guardKey;
   try {
     return _keyResult(keyOf(c.req.raw, { peer: peerOf(c) }), "the client-key function");
   } catch (error) {
-    _emit([sink], { type: "fault", source: "client-key", error, failed: "closed" });
-    return undefined;
+    return { failed: error };
   }
+}
+
+/**
+ * A route whose key function failed refuses 429 (fail closed, as the guard's keyed gates do),
+ * reporting the fault and the refusal to `sink`.
+ */
+function _keyRefused(failure: _KeyFailed, sink: EventSink | undefined, layer: "rate" | "peer", fields: { scope?: string; limiterClass?: string }): Response {
+  _emit([sink], { type: "fault", source: "client-key", error: failure.failed, failed: "closed" });
+  _emit([sink], { type: "deny", layer, reason: "limiter-error", status: 429, retryAfterMs: KEY_FAILED_RETRY_MS, ...fields });
+  return denyResponse(429, { retryAfterMs: KEY_FAILED_RETRY_MS });
 }
 
 /**
@@ -154,11 +164,8 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
   return async function rateLimit(c, next) {
     const context = hygieneContext(c);
     const report = _reporterOf(context);
-    const key = _routeKey(c, context?.key, keyOf, report ?? ownSink);
-    if (key === undefined) {
-      _emit([report ?? ownSink], { type: "deny", layer: "rate", reason: "limiter-error", status: 429, retryAfterMs: KEY_FAILED_RETRY_MS, scope, ...limiterClass });
-      return denyResponse(429, { retryAfterMs: KEY_FAILED_RETRY_MS });
-    }
+    const key = _routeKey(c, context?.key, keyOf);
+    if (typeof key !== "string") return _keyRefused(key, report ?? ownSink, "rate", { scope, ...limiterClass });
     // Behind a guard: peek (which reports nothing), then take, and report a refusal through
     // the guard's sinks; the limiter's own sink never sees it, so it is counted once. A shared
     // limiter is taken without its own report (maybe asynchronously) and reported here too.
@@ -221,11 +228,8 @@ export const inFlightCap = (options: InFlightCapOptions = {}): MiddlewareHandler
   const keyOf = typeof key === "function" ? key : createClientKey(key);
   return async function inFlightCap(c, next) {
     const context = hygieneContext(c);
-    const clientKey = _routeKey(c, context?.key, keyOf, _reporterOf(context) ?? onEvent);
-    if (clientKey === undefined) {
-      _emit([_reporterOf(context) ?? onEvent], { type: "deny", layer: "peer", reason: "limiter-error", status: 429, retryAfterMs: KEY_FAILED_RETRY_MS, ...limiterClass });
-      return denyResponse(429, { retryAfterMs: KEY_FAILED_RETRY_MS });
-    }
+    const clientKey = _routeKey(c, context?.key, keyOf);
+    if (typeof clientKey !== "string") return _keyRefused(clientKey, _reporterOf(context) ?? onEvent, "peer", limiterClass);
     // A wait ends with the request: at its deadline or a forced drain too (the context's
     // signal), not only when the client leaves — else a request answered 408 while it waited
     // ran its handler later, or was reported refused a second time at the wait's end.
