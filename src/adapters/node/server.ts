@@ -3,23 +3,20 @@ import type { Socket } from "node:net";
 import { getRequestListener, RequestError } from "@hono/node-server";
 import {
   type _AnswerHead,
-  _ClientLeft,
   _HEAD,
   type _HeadAnswer,
   _refusalHead,
   type _ServingFetch,
   type _Translate,
-  type AbortSignalLike,
   closesOnUnreadBody,
   type ConnectionSlot,
-  type DeclaredLength,
   denyResponse,
   fallbackResponse,
   type Listen,
   type Logger,
   type Server,
 } from "../../core/mod.ts";
-import { peerOf } from "./peer.ts";
+import { _continue, _declared, _declaresBody, _holdContinue, _NodeInfo } from "./request_info.ts";
 import { _lingeringClose, _sweepStalled } from "./sockets.ts";
 
 /** Node-only transport settings of {@linkcode listenNode}. */
@@ -51,10 +48,6 @@ const SLOT = Symbol("serve-hygiene connection slot");
 const RESPONSE = Symbol("serve-hygiene response");
 type _Gated = Socket & { [SLOT]?: ConnectionSlot | null; [RESPONSE]?: ServerResponse };
 
-/** Set on a request whose client waits for `100 Continue` before it sends its body, until it is sent. */
-const EXPECTS = Symbol("serve-hygiene expects continue");
-type _Expecting = IncomingMessage & { [EXPECTS]?: boolean };
-
 /** Whether a response's connection closes after it (draining, or a body left unread). */
 const CLOSING = Symbol("serve-hygiene closing");
 type _Tracked = ServerResponse & { [SLOT]?: ConnectionSlot; [CLOSING]?: boolean };
@@ -69,52 +62,6 @@ type _Tracked = ServerResponse & { [SLOT]?: ConnectionSlot; [CLOSING]?: boolean 
 function _responseClosed(this: _Tracked): void {
   this[SLOT]?.requestEnded();
   if (this[CLOSING] === true && !this.req.complete && (this.req.socket as { destroySoon?: unknown } | null)?.destroySoon !== _lingeringClose) this.req.destroy();
-}
-
-/** Tells a client waiting for `100 Continue` to send its body, once. */
-function _continue(req: _Expecting, res: ServerResponse): void {
-  if (req[EXPECTS] !== true || res.headersSent || res.destroyed) return;
-  req[EXPECTS] = false;
-  res.writeContinue();
-}
-
-/** Whether the head declares a body (any method: a GET may carry one too). */
-function _declaresBody(req: IncomingMessage): boolean {
-  return req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined;
-}
-
-/** The declared body length as node's parser (which refuses malformed lengths) read it. */
-function _declared(req: IncomingMessage): DeclaredLength {
-  const length = req.headers["content-length"];
-  return length === undefined || req.headers["transfer-encoding"] !== undefined ? { kind: "unknown" } : { kind: "length", bytes: Number(length) };
-}
-
-// What the adapter tells the guard of a request: its peer, mapped only when read (one
-// object a request, no closure), the head's framing, and whether (and when) the client left.
-class _NodeInfo {
-  /** The pair @hono/node-server translates (the head path may ask for it after a wait). */
-  readonly incoming: IncomingMessage;
-  readonly outgoing: ServerResponse;
-  readonly declaresBody: boolean;
-  readonly declared: DeclaredLength | undefined;
-  readonly continueBody: (() => void) | undefined;
-  constructor(incoming: IncomingMessage, outgoing: ServerResponse, declaresBody: boolean) {
-    this.incoming = incoming;
-    this.outgoing = outgoing;
-    this.declaresBody = declaresBody;
-    this.declared = declaresBody ? _declared(incoming) : undefined;
-    this.continueBody = declaresBody && (incoming as _Expecting)[EXPECTS] === true ? () => _continue(incoming, outgoing) : undefined;
-  }
-  get peer() {
-    return peerOf(this.incoming);
-  }
-  get clientGone() {
-    return this.incoming.socket?.destroyed === true;
-  }
-  // Read only for a request that waits (the admission queue).
-  get clientLeft(): AbortSignalLike {
-    return new _ClientLeft(this.incoming, this.outgoing);
-  }
 }
 
 /** The node:http binding: listens with the guarded fetch and exposes the core's Server. */
@@ -236,11 +183,8 @@ export function listenNode(options: NodeListenOptions): Listen {
     // node leaves it to the guard, which continues the request once the body is wanted
     // (ServeInfo.continueBody); answered without it, node closes the connection (the client
     // may or may not send the body it held back).
-    http.on("checkContinue", (req: _Expecting, res: ServerResponse) => {
-      // Without a body there is nothing to hold back: continued at once (keep-alive, as node would).
-      const declared = _declaresBody(req) ? _declared(req) : undefined;
-      if (declared !== undefined && !(declared.kind === "length" && declared.bytes === 0)) req[EXPECTS] = true;
-      else res.writeContinue();
+    http.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
+      _holdContinue(req, res);
       onRequest(req, res);
     });
     // Gate 0 (the policy is the core's connection gate). Prepended: node:http's own listener
