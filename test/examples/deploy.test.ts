@@ -30,7 +30,66 @@ function assertCovers(graceMs: number, env: string, where: string) {
   validateLifecycle({ requestTimeoutMs: request, drainTimeoutMs: drain, preStopDelayMs: Number(preStop ?? 0), platformGraceMs: graceMs, flushMarginMs: FLUSH_MARGIN_MS });
 }
 
+/** Whether Docker's ignore lines leave `path` out of the build context: the last line that matches
+ * the path or a folder above it wins ("*" is one name), "!" keeps. */
+function ignored(lines: readonly string[], path: string): boolean {
+  const parts = path.split("/");
+  let out = false;
+  for (const line of lines) {
+    const keep = line.startsWith("!");
+    const segments = (keep ? line.slice(1) : line).split("/");
+    if (segments.length <= parts.length && segments.every((s, i) => s === "*" || s === parts[i])) out = !keep;
+  }
+  return out;
+}
+
+/** The packages a package loads, by package-lock.json's tree (its dependencies, theirs, …). */
+function closure(lock: { packages: Record<string, { dependencies?: Record<string, string> }> }, roots: readonly string[]): Set<string> {
+  const seen = new Set<string>();
+  const todo = [...roots];
+  for (let name = todo.pop(); name !== undefined; name = todo.pop()) {
+    if (seen.has(name)) continue;
+    const entry = lock.packages[`node_modules/${name}`];
+    assert.ok(entry, `${name} is not in package-lock.json`);
+    seen.add(name);
+    todo.push(...Object.keys(entry.dependencies ?? {}));
+  }
+  return seen;
+}
+
 describe(`examples: deploy units (${runtime})`, () => {
+  test("deploy: the image's ignore file keeps what the Dockerfile copies and the server loads, not the bun and deno binaries", () => {
+    const lines = read("Dockerfile.dockerignore").split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#"));
+    const copied = [...read("Dockerfile").matchAll(/^COPY (.+) \S+$/gm)].flatMap((m) => m[1]!.split(" "));
+    assert.deepEqual(copied.filter((c) => c.startsWith("-")), [], "a COPY flag the check does not read");
+    assert.ok(copied.includes("node_modules") && copied.includes("src") && copied.includes("examples"), copied.join(" "));
+    for (const c of copied) assert.equal(ignored(lines, c), false, `the Dockerfile copies ${c}, the ignore file leaves it out`);
+    for (const file of ["src/adapters/bun/mod.ts", "examples/edge-server.ts", "examples/edge/app.ts"]) assert.equal(ignored(lines, file), false, file);
+    // The server's imports (hono; redis once REDIS_URL is set) and all they load.
+    const lock = JSON.parse(readFileSync(new URL("../../package-lock.json", import.meta.url), "utf8"));
+    const loaded = closure(lock, ["hono", "redis"]);
+    assert.ok(loaded.has("@redis/client"), [...loaded].join(" "));
+    for (const name of loaded) assert.equal(ignored(lines, `node_modules/${name}/package.json`), false, `the server loads ${name}`);
+    for (const binary of ["node_modules/bun/package.json", "node_modules/@oven/bun-linux-x64/bin/bun", "node_modules/deno/package.json", "node_modules/@deno/linux-x64-glibc/deno", "test/core/guard.test.ts", ".git/HEAD", "bench/http/run.mjs"]) {
+      assert.equal(ignored(lines, binary), true, `${binary} goes into the image`);
+    }
+  });
+
+  test("deploy: the ignore-file check reads the last matching line, folders and '*'", () => {
+    assert.equal(ignored(["*", "!node_modules", "node_modules/bun"], "node_modules/bun/bin/bun"), true);
+    assert.equal(ignored(["*", "!node_modules", "node_modules/bun"], "node_modules/bun-types/index.d.ts"), false);
+    assert.equal(ignored(["*", "!src"], "README.md"), true);
+    assert.equal(ignored(["*", "!src", "src"], "src/mod.ts"), true);
+  });
+
+  test("deploy: the Kubernetes manifest runs a locally built image without pulling it", () => {
+    const manifest = read("kubernetes.yaml");
+    const image = manifest.match(/^\s*image: (\S+)$/m)?.[1];
+    assert.ok(image !== undefined && !image.endsWith(":latest") && image.includes(":"), `image ${image}`);
+    assert.match(manifest, /^\s*imagePullPolicy: IfNotPresent$/m);
+    assert.match(read("Dockerfile"), new RegExp(`docker build -f examples/deploy/Dockerfile -t ${image!.replace(/[.:]/g, "\\$&")} \\.`));
+  });
+
   test("deploy: the systemd unit stops with SIGTERM and TimeoutStopSec covers drain + flush margin", () => {
     const unit = read("serve-hygiene.service");
     assert.match(unit, /^KillSignal=SIGTERM$/m);
