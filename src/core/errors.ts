@@ -12,7 +12,8 @@ export class HygieneError extends Error {
   constructor(code: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
-    this.name = new.target.name;
+    // A literal, not the class's own name: a minifier renames classes (each subclass sets its own).
+    this.name = new.target === HygieneError ? "HygieneError" : new.target.name;
   }
 }
 

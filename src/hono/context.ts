@@ -4,8 +4,10 @@ import { _ClientLeft, type _PeerSocket, _socketPeer, type AbortSignalLike, type 
 /**
  * Where the app-level middleware keeps the request's context on Hono's Context: a symbol
  * property, not a Hono variable (`c.set` builds a Map for the first variable of a request).
+ * A registry symbol, so a route middleware from another copy of the package (a bundled
+ * sub-app's) finds the context `hygiene()` put there.
  */
-export const CONTEXT_KEY: unique symbol = Symbol("serve-hygiene context");
+export const CONTEXT_KEY: unique symbol = Symbol.for("serve-hygiene.context") as never;
 
 /** A Hono Context that the app-level middleware put a request's context on. */
 export type _WithContext = Context & { [CONTEXT_KEY]?: RequestContext };

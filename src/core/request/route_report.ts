@@ -4,8 +4,11 @@
 // part of RequestContext, and user code has no name for it.
 import type { HygieneEvent } from "../events.ts";
 
-/** The context's hook into its guard's sinks (internal: not exported from the package). */
-export const _REPORT: unique symbol = Symbol("serve-hygiene.report") as never;
+/**
+ * The context's hook into its guard's sinks (internal: not exported from the package). A
+ * registry symbol, as the route's helpers may come from another copy of the package.
+ */
+export const _REPORT: unique symbol = Symbol.for("serve-hygiene.report") as never;
 
 /** What a context behind a guard offers under {@linkcode _REPORT}. */
 export interface _Reporting {
