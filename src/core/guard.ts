@@ -6,7 +6,8 @@ import { createDeadlineWheel } from "./request/deadline_wheel.ts";
 import type { DenyEvent, DenyLayer, EventSink } from "./events.ts";
 import { _emit } from "./_emit.ts";
 import { consoleLogger, type Host } from "./host/host.ts";
-import { _keyedParts } from "./limits/keyed_gates.ts";
+import { _guardKey, _keyedParts } from "./limits/keyed_gates.ts";
+import { _keyFor } from "./gates/_client_key.ts";
 import { _exemptMatcher } from "./request/exempt.ts";
 import { _Admission, type _AdmissionHost } from "./request/admission.ts";
 import { _createLongLived } from "./request/_long_lived.ts";
@@ -102,7 +103,8 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const { concurrency, memory, load } = _processGates(what, o, config, clock, host);
   const deadlines = createDeadlineWheel({ clock });
   const shutdown = o.shutdown?.signal;
-  const keyed = _keyedParts(o, sink, clock);
+  const guardKey = _guardKey(o);
+  const keyed = _keyedParts(o, sink, clock, guardKey);
   const longLived = _createLongLived(o.stopping?.signal ?? shutdown, clock);
   const timed = config.requestTimeoutMs !== Infinity;
 
@@ -149,6 +151,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     report(event) {
       if (reporting) _emit(sinks, event);
     },
+    computeKey: (a) => void _keyFor(a, guardKey, sink),
   };
 
   // Runs the gates from `i` on: synchronously until one answers with a promise (a shed wait),

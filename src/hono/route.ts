@@ -19,6 +19,7 @@ import {
   _isShared,
   _takeUnreported,
   type RateDecision,
+  type RequestContext,
   _emit,
   _keyResult,
   _sinkOf,
@@ -34,8 +35,12 @@ interface _KeyFailed {
   readonly failed: unknown;
 }
 
-/** The route's client key: the guard's, else its own function's — or why that failed. */
-function _routeKey(c: Context, guardKey: string | undefined, keyOf: ClientKeyFunction): string | _KeyFailed {
+/**
+ * The route's client key — its own `key` when given, else the guard's (`clientKey`, read from
+ * the context only then), else the peer's — or why that failed.
+ */
+function _routeKey(c: Context, context: RequestContext | undefined, own: boolean, keyOf: ClientKeyFunction): string | _KeyFailed {
+  const guardKey = own ? undefined : context?.key;
   if (guardKey !== undefined) return guardKey;
   try {
     return _keyResult(keyOf(c.req.raw, { peer: peerOf(c) }), "the client-key function");
@@ -124,7 +129,10 @@ export const noTimeout = (): MiddlewareHandler =>
 export interface RateLimitOptions {
   /** The limiter (fixed window or token bucket, in memory or over a shared store), e.g. an auth-class one for /login. */
   limiter: RateLimiter | SharedRateLimiter;
-  /** The client key: the guard's (when present), else derived from the peer with these options or this function. */
+  /**
+   * The client key: this function, or these options' key of the peer. @default the guard's
+   * (its `clientKey`: behind a trusted proxy, the forwarded client), else the peer's address
+   */
   key?: ClientKeyOptions | ClientKeyFunction;
   /** Adds the IETF RateLimit fields to 429s. @default false */
   headers?: boolean;
@@ -164,7 +172,7 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
   return async function rateLimit(c, next) {
     const context = hygieneContext(c);
     const report = _reporterOf(context);
-    const key = _routeKey(c, context?.key, keyOf);
+    const key = _routeKey(c, context, options.key !== undefined, keyOf);
     if (typeof key !== "string") return _keyRefused(key, report ?? ownSink, "rate", { scope, ...limiterClass });
     // Behind a guard: peek (which reports nothing), then take, and report a refusal through
     // the guard's sinks; the limiter's own sink never sees it, so it is counted once. A shared
@@ -199,7 +207,10 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
 
 /** Options of {@linkcode inFlightCap}. */
 export interface InFlightCapOptions extends InFlightLimiterOptions {
-  /** The client key: the guard's (when present), else derived from the peer with these options or this function. */
+  /**
+   * The client key: this function, or these options' key of the peer. @default the guard's
+   * (its `clientKey`: behind a trusted proxy, the forwarded client), else the peer's address
+   */
   key?: ClientKeyOptions | ClientKeyFunction;
 }
 
@@ -228,7 +239,7 @@ export const inFlightCap = (options: InFlightCapOptions = {}): MiddlewareHandler
   const keyOf = typeof key === "function" ? key : createClientKey(key);
   return async function inFlightCap(c, next) {
     const context = hygieneContext(c);
-    const clientKey = _routeKey(c, context?.key, keyOf);
+    const clientKey = _routeKey(c, context, key !== undefined, keyOf);
     if (typeof clientKey !== "string") return _keyRefused(clientKey, _reporterOf(context) ?? onEvent, "peer", limiterClass);
     // A wait ends with the request: at its deadline or a forced drain too (the context's
     // signal), not only when the client leaves — else a request answered 408 while it waited

@@ -562,6 +562,47 @@ describe(`hono middleware (${runtime})`, () => {
     assert.equal(await text, "data: open\n\n");
   });
 
+  // A review: with serve({ clientKey: { trustedProxies } }) and no keyed gate of its own, the
+  // route helpers keyed every client by the proxy's address (one budget for everyone).
+  test("hono: route rateLimit()/inFlightCap() key by the guard's clientKey even when the guard has no keyed gate; a route's own key wins", async () => {
+    const clientKey = { trustedProxies: ["10.0.0.1/32"] };
+    const build = () => {
+      const app = new Hono();
+      app.get("/login", rateLimit({ limiter: createFixedWindowLimiter({ limit: 1, windowMs: 60_000, name: "auth" }) }), (c) => c.text("ok"));
+      app.get("/token", rateLimit({ limiter: createFixedWindowLimiter({ limit: 1, windowMs: 60_000 }), key: (r) => r.headers.get("x-token") ?? "none" }), (c) => c.text("ok"));
+      app.get("/key", (c) => c.text(String(hygieneContext(c)?.key)));
+      return app;
+    };
+    const served = build();
+    // This guard has a keyed gate (its key computed by it), hygiene() below none (read lazily).
+    const guard = createGuard({ loadMonitor: false, clientKey, inFlightPerKey: { perKey: 100 } });
+    const viaGuard = guard.wrap((r, info) => served.fetch(r, info));
+    const mounted = new Hono();
+    mounted.use(hygiene({ loadMonitor: false, clientKey }));
+    mounted.route("/", build());
+    const viaMiddleware = (r: Request) => mounted.fetch(r, { incoming: { socket: { remoteAddress: "10.0.0.1", remotePort: 1 } } });
+    try {
+      for (const fetch of [(r: Request) => viaGuard(r, { peer: { address: "10.0.0.1" } }), viaMiddleware]) {
+        const get = async (path: string, headers: Record<string, string>) => {
+          const res = await fetch(new Request(`http://localhost${path}`, { headers }));
+          const text = await res.text();
+          return path === "/key" ? text : res.status;
+        };
+        assert.equal(await get("/key", { "x-forwarded-for": "203.0.113.9" }), "203.0.113.9");
+        // Five clients behind the proxy: one login each.
+        const logins = [];
+        for (const client of ["203.0.113.1", "203.0.113.2", "203.0.113.3", "203.0.113.1"]) logins.push(await get("/login", { "x-forwarded-for": client }));
+        assert.deepEqual(logins, [200, 200, 200, 429]);
+        // The route's own key function: one client, two tokens, two budgets.
+        const tokens = [];
+        for (const token of ["a", "b", "a"]) tokens.push(await get("/token", { "x-forwarded-for": "203.0.113.1", "x-token": token }));
+        assert.deepEqual(tokens, [200, 200, 429]);
+      }
+    } finally {
+      guard.dispose();
+    }
+  });
+
   test("hono: bodyLimit without any guard fails loudly instead of silently not capping", async () => {
     const app = new Hono();
     const errors: Error[] = [];

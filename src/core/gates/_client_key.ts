@@ -12,7 +12,7 @@ const KEY_FAILED: GateRefusal = Object.freeze({ reason: "limiter-error", status:
  * Sets `a.key`, or — when the key function throws or returns something other than a string —
  * emits a fault and returns the refusal (fail closed: 429).
  */
-export function _keyFor(a: _Admission, parts: _KeyedParts, sink: EventSink): GateRefusal | undefined {
+export function _keyFor(a: _Admission, parts: Pick<_KeyedParts, "keyOf" | "ownKey">, sink: EventSink): GateRefusal | undefined {
   if (a.key !== undefined) return undefined;
   try {
     const info = a.info;

@@ -79,16 +79,25 @@ export interface _KeyedParts {
   readonly fromHead: boolean;
 }
 
+/**
+ * The guard's client key function (validated: bad CIDRs throw at startup) and whether it is
+ * the built-in one: gates 5 and 6 use it, and a request's `context.key` reads it when neither
+ * gate is configured (route-level limits key by it).
+ */
+export function _guardKey(options: KeyedGatesOptions): Pick<_KeyedParts, "keyOf" | "ownKey"> {
+  const keyOf: ClientKeyFunction = typeof options.clientKey === "function"
+    ? options.clientKey
+    : createClientKey(options.clientKey === undefined ? undefined : _object("create guard", "clientKey", options.clientKey));
+  return { keyOf, ownKey: typeof options.clientKey !== "function" };
+}
+
 /** Validates and builds the keyed gates' parts; undefined when neither gate is configured. */
-export function _keyedParts(options: KeyedGatesOptions, sink: EventSink, clock?: Clock): _KeyedParts | undefined {
+export function _keyedParts(options: KeyedGatesOptions, sink: EventSink, clock?: Clock, key = _guardKey(options)): _KeyedParts | undefined {
   const rules: readonly RateLimitRule[] = _given(options.rateLimits, []);
   if (!Array.isArray(rules)) {
     throw new TypeError(`Cannot create guard as "rateLimits" must be an array: current value is ${_show(rules)}`);
   }
-  // Built (and so validated: bad CIDRs throw at startup) even when no gate uses it yet.
-  const keyOf: ClientKeyFunction = typeof options.clientKey === "function"
-    ? options.clientKey
-    : createClientKey(options.clientKey === undefined ? undefined : _object("create guard", "clientKey", options.clientKey));
+  const keyOf = key.keyOf;
   const perKey = options.inFlightPerKey === undefined ? undefined : _object("create guard", "inFlightPerKey", options.inFlightPerKey);
   if (rules.length === 0 && perKey === undefined) return undefined;
   type Ctx = { request: Request; key: string };
@@ -123,7 +132,7 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink, clock?:
     : (request: Request, key: string, now: number) => scoped.take({ request, key }, 1, now);
   const proxies = typeof options.clientKey === "object" ? options.clientKey.trustedProxies : undefined;
   const fromHead = typeof options.clientKey !== "function" && (proxies === undefined || proxies.length === 0) && rules.every((rule) => rule.key === undefined);
-  return { keyOf, ownKey: typeof options.clientKey !== "function", rate, rateLimitHeaders: options.rateLimitHeaders === true, inFlight, fromHead };
+  return { keyOf, ownKey: key.ownKey, rate, rateLimitHeaders: options.rateLimitHeaders === true, inFlight, fromHead };
 }
 
 /**

@@ -22,6 +22,8 @@ export interface _AdmissionHost {
   watchShutdown(a: _Admission): void;
   /** Emits through the guard's sinks (a route-level refusal). */
   report(event: HygieneEvent): void;
+  /** Computes `a.key` when no keyed gate did (a fault and undefined when the key function fails). */
+  computeKey(a: _Admission): void;
 }
 
 // One reason on every runtime (they report a client leaving as AbortError, BadResource or
@@ -224,6 +226,12 @@ export class _Admission {
   /** A route-level refusal of this request, reported through the guard's sinks. */
   report(event: HygieneEvent): void {
     this.#host.report(event);
+  }
+
+  /** The client key: the keyed gates', else the guard's key function's, computed on first read. */
+  clientKey(): string | undefined {
+    if (this.key === undefined) this.#host.computeKey(this);
+    return this.key;
   }
 
   /** (Re)schedules the deadline from the arrival time; `now` saves a clock read when the caller has one. */

@@ -35,7 +35,11 @@ export interface RequestContext {
   readonly shutdownSignal: AbortSignal;
   /** When the request arrived, on the guard's clock. */
   readonly startedAt: number;
-  /** The client key the limiters used, when one was computed. */
+  /**
+   * The client key: the one the guard's keyed limits used, else the guard's `clientKey` of this
+   * request, computed on first read (route-level limits key by it). Undefined when the key
+   * function failed (a fault event says why).
+   */
   readonly key: string | undefined;
   /**
    * Registers a cleanup that runs exactly once if the request is abandoned (client gone,
@@ -107,6 +111,8 @@ export interface _ViewSource {
   readonly shutdownSignal: AbortSignal;
   readonly startedAt: number;
   readonly key: string | undefined;
+  /** The client key: the keyed gates', else the guard's key function's, computed on first read. */
+  clientKey(): string | undefined;
   onAbandon(cleanup: (reason: unknown) => void | Promise<void>): () => void;
   /** Emits a route-level refusal (or fault) through the guard's sinks. */
   report(event: HygieneEvent): void;
@@ -164,7 +170,7 @@ export class _RequestView implements RequestContext, GuardedInfo, _Reporting {
   }
 
   get key(): string | undefined {
-    return this.#a.key;
+    return this.#a.clientKey();
   }
 
   onAbandon(cleanup: (reason: unknown) => void | Promise<void>): () => void {

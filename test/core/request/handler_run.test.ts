@@ -44,6 +44,7 @@ function setup() {
     newCleanups: () => createCleanupRegistry(() => {}),
     watchShutdown: () => {},
     report: () => {},
+    computeKey: () => {},
   };
   const admit = () => {
     const a = new _Admission(host, new Request("http://localhost/"), undefined, clock.now(), 1000);
