@@ -113,6 +113,17 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       throw new TypeError(`Cannot serve as "${field}" is not an option: serve() listens on plain HTTP; terminate TLS in front of it (a load balancer, a proxy), or serve HTTPS yourself with app.use(hygiene()) (README: TLS)`);
     }
   }
+  // Taken by the Bun adapter (the Bun server's own option); elsewhere it was dropped silently, and a
+  // second process on the port failed with EADDRINUSE (a review). Node 20 has none; Deno's
+  // needs --unstable-net, without which the process exits 70, uncatchable (RUNTIMES.md).
+  if ((o as Record<string, unknown>).reusePort !== undefined) {
+    throw new TypeError(`Cannot serve as "reusePort" is not an option on this runtime: on Node run several processes with node:cluster (README: Several processes on one machine); it is Bun's only`);
+  }
+  // A controller that has fired already would start a server that drains at once and hand
+  // back a handle on a closed port (an in-process restart reusing the first one's).
+  if (o.controller?.signal.aborted === true) {
+    throw new TypeError(`Cannot serve as "controller" has already been shut down: give each serve() a new controller (createShutdownController())`);
+  }
   const controller = o.controller ?? createShutdownController({ host });
   // The draining gate closes when accepting stops, not at the signal: during the pre-stop
   // delay new requests are still served while readiness already fails.
@@ -155,6 +166,13 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
     // (exitOnDrained), or — without it — whenever it ends on its own.
     const end = (code: number) => {
       if (code !== 0) host.setExitCode?.(code);
+      // A node:cluster worker's IPC channel kept it alive after its drain, until the
+      // supervisor's SIGKILL took the code with it (a review).
+      try {
+        host.detach?.();
+      } catch (error) {
+        _safeLogger(o.log ?? host.log ?? consoleLogger)({ level: "error", msg: "detach failed", error });
+      }
       // One macrotask later, so the caller's own reactions to `finished` (logging the
       // outcome) run before the process ends.
       if (o.exitOnDrained && host.exit !== undefined) host.clock.setTimeout(() => host.exit!(code), 0);

@@ -2,6 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { serveHere } from "../support/adapter.ts";
 import { isServeError } from "../../src/core/lifecycle/serve_error.ts";
+import { createShutdownController } from "../../src/core/lifecycle/shutdown_controller.ts";
 import type { ServeHandle } from "../../src/core/mod.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { runtime } from "../support/runtime.ts";
@@ -296,6 +297,45 @@ describe(`adapter serve (${runtime})`, () => {
         message: new RegExp(`^Cannot serve as "${field}" is not an option: serve\\(\\) listens on plain HTTP`),
       });
     }
+  });
+
+  // A review: reusePort was dropped silently (a second process failed with EADDRINUSE).
+  test(`adapter serve: reusePort is Bun's, passed to Bun.serve (two servers on one port both serve); elsewhere a TypeError (${runtime})`, async () => {
+    if (runtime !== "bun") {
+      await assert.rejects(serveHere(() => new Response("x"), { reusePort: true } as never), {
+        name: "TypeError",
+        message: /^Cannot serve as "reusePort" is not an option on this runtime: on Node run several processes with node:cluster/,
+      });
+      return;
+    }
+    await assert.rejects(serveHere(() => new Response("x"), { reusePort: "yes" } as never), { name: "TypeError", message: /"reusePort" must be a boolean/ });
+    const first = await serveHere(() => new Response("a"), { reusePort: true } as never);
+    try {
+      const port = first.address.port;
+      // Without it the port is taken; with it a second server listens there too.
+      await assert.rejects(serveHere(() => new Response("b"), { port }), (e: unknown) => isServeError(e));
+      const second = await serveHere(() => new Response("b"), { port, reusePort: true } as never);
+      try {
+        assert.equal(second.address.port, port);
+        const seen = new Set<string>();
+        for (let i = 0; i < 40 && seen.size < 2; i++) {
+          const res = await fetch(`http://127.0.0.1:${port}/`, { headers: { connection: "close" } });
+          seen.add(await res.text());
+        }
+        assert.deepEqual([...seen].sort(), ["a", "b"]);
+      } finally {
+        await second.shutdown();
+      }
+    } finally {
+      await first.shutdown();
+    }
+  });
+
+  test(`adapter serve: a controller already shut down is refused, not served on a closed port (${runtime})`, async () => {
+    const controller = createShutdownController();
+    controller.shutdown("the first server's stop");
+    await assert.rejects(serveHere(() => new Response("x"), { controller }), { name: "TypeError", message: /^Cannot serve as "controller" has already been shut down/ });
+    controller.dispose();
   });
 
   test(`adapter serve: the guard's limits hold over HTTP (${runtime})`, async () => {

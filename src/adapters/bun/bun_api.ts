@@ -18,6 +18,7 @@ export interface BunServeConfig {
   port: number;
   hostname: string;
   idleTimeout: number;
+  reusePort: boolean;
   maxRequestBodySize: number;
   fetch(request: Request, server: BunServerLike): Response | Promise<Response>;
   error(error: Error): Response;

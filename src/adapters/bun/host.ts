@@ -33,5 +33,7 @@ export function createBunHost(options: BunHostOptions = {}): Host {
     signals: { add: (signal, handler) => process.on(signal, handler), remove: (signal, handler) => process.off(signal, handler) },
     exit: (code) => process.exit(code),
     setExitCode: (code) => void (process.exitCode = code),
+    // A cluster worker's (a forked child's) IPC channel would keep it alive after the drain.
+    detach: () => (process as { channel?: { unref?(): void } }).channel?.unref?.(),
   });
 }

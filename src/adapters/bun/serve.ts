@@ -19,6 +19,11 @@ export interface BunServeOptions extends ServeOptions, BunHostOptions {
    * @default 10
    */
   idleTimeoutSeconds?: number;
+  /**
+   * Bun.serve's `reusePort`: several processes listen on one port and Linux spreads the
+   * connections among them (each process drains on its own signal). @default false
+   */
+  reusePort?: boolean;
 }
 
 const BUN_DEFAULT_MAX_BODY = 128 * 1024 * 1024;
@@ -80,7 +85,7 @@ class _PeerInfo {
 }
 
 /** The Bun.serve binding: listens with the guarded fetch and exposes the core's Server. */
-export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSeconds?: number; log: Logger }): Listen {
+export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSeconds?: number; reusePort?: boolean; log: Logger }): Listen {
   const idleTimeout = _idleTimeoutSeconds(options.idleTimeoutSeconds);
   const restore = (srv: { timeout(request: Request, seconds: number): void }, request: Request) => {
     try {
@@ -94,6 +99,7 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
       port,
       hostname,
       idleTimeout,
+      reusePort: options.reusePort === true,
       maxRequestBodySize: options.maxRequestBodySize ?? _maxRequestBodySize(config),
       fetch(request, srv) {
         let answered = fetch(request, new _PeerInfo(srv, request));
@@ -155,7 +161,11 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
  * ```
  */
 export function serve(handler: GuardedHandler, options: BunServeOptions = {}): Promise<ServeHandle> {
-  const host = createBunHost(options);
-  const listen = listenBun({ maxRequestBodySize: options.maxRequestBodySize, idleTimeoutSeconds: options.idleTimeoutSeconds, log: _safeLogger(options.log ?? host.log!) });
-  return serveWith(host, listen, handler, options);
+  const { reusePort, ...rest } = options ?? {};
+  if (reusePort !== undefined && typeof reusePort !== "boolean") {
+    return Promise.reject(new TypeError(`Cannot serve on Bun as "reusePort" must be a boolean: current value is ${String(reusePort)}`));
+  }
+  const host = createBunHost(rest);
+  const listen = listenBun({ maxRequestBodySize: rest.maxRequestBodySize, idleTimeoutSeconds: rest.idleTimeoutSeconds, reusePort, log: _safeLogger(rest.log ?? host.log!) });
+  return serveWith(host, listen, handler, rest);
 }

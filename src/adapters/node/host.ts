@@ -61,5 +61,7 @@ export function createNodeHost(options: NodeHostOptions = {}): Host {
     signals: _processSignals,
     exit: (code) => process.exit(code),
     setExitCode: (code) => void (process.exitCode = code),
+    // A cluster worker's (a forked child's) IPC channel would keep it alive after the drain.
+    detach: () => (process as { channel?: { unref?(): void } }).channel?.unref?.(),
   });
 }

@@ -22,6 +22,8 @@ export interface HostOptions {
   exit?: (code: number) => void;
   /** Sets the code the process ends with when it ends on its own. @default none */
   setExitCode?: (code: number) => void;
+  /** Lets go of what holds the process open besides its servers (an IPC channel), once a drain ended. @default none */
+  detach?: () => void;
   /**
    * Makes a global timer id stop keeping the process alive (for timers scheduled with
    * `{ unref: true }`). @default the id's own `unref()` where it has one
@@ -44,7 +46,7 @@ export interface HostOptions {
 }
 
 const WHAT = "create host";
-const FUNCTIONS = ["rss", "liveBytes", "collectGarbage", "exit", "setExitCode", "unref", "setImmediate", "clearImmediate", "log"] as const;
+const FUNCTIONS = ["rss", "liveBytes", "collectGarbage", "exit", "setExitCode", "detach", "unref", "setImmediate", "clearImmediate", "log"] as const;
 
 function _signals(value: SignalApi | undefined): SignalApi | undefined {
   if (value === undefined) return undefined;
@@ -104,6 +106,7 @@ export function createHost(options?: HostOptions): Host {
   if (o.collectGarbage !== undefined) host.collectGarbage = o.collectGarbage;
   if (o.exit !== undefined) host.exit = o.exit;
   if (o.setExitCode !== undefined) host.setExitCode = o.setExitCode;
+  if (o.detach !== undefined) host.detach = o.detach;
   if (o.cloneResponses !== undefined && typeof o.cloneResponses !== "boolean") {
     throw new TypeError(`Cannot ${WHAT} as "cloneResponses" must be a boolean: current value is ${_show(o.cloneResponses)}`);
   }

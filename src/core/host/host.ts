@@ -53,6 +53,12 @@ export interface Host {
    */
   setExitCode?(code: number): void;
   /**
+   * Lets go of what holds the process open besides its servers once a drain has ended (the
+   * IPC channel of a node:cluster worker or a forked child), so the process ends on its own
+   * as a standalone one does. Called once a drain, whatever its outcome.
+   */
+  detach?(): void;
+  /**
    * The runtime's Response is native and cloning one is cheaper than building it (Bun,
    * Deno): the guard's refusals are clones of answers built once. Not on Node, where
    * @hono/node-server's lightweight Response would build the full one to clone it.

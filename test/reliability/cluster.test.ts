@@ -1,0 +1,44 @@
+// Reliability: a node:cluster app, seen from outside (test/fixtures/cluster_server.ts). A
+// worker's IPC channel to its primary kept it alive after its drain: the primary, waiting for
+// its workers, never exited, and a supervisor's SIGKILL would have taken the exit code (and,
+// once it came, any request admitted later). Asserted: every admitted request is answered,
+// each worker ends on its own with its drain's code, and so does the primary.
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { runtime, startChild } from "../support/runtime.ts";
+import { BOUND_MS, records, waitUntil, within } from "../support/reliability.ts";
+
+describe(`reliability (${runtime}): node:cluster`, () => {
+  // Deno's node:cluster reports a worker its primary signalled as exited at once, while it
+  // still drains (scripts/probes/deno_cluster_kill.ts): there the workers are signalled
+  // directly, as a control-group stop (systemd) does.
+  const to = runtime === "deno" ? "each worker" : "a cluster's primary, forwarded to its workers";
+  test(`reliability (${runtime}): SIGTERM to ${to}: every admitted request answered, each worker ends on its own after its drain, exit 0`, { timeout: 60_000 }, async () => {
+    const child = startChild("test/fixtures/cluster_server.ts", { WORKERS: "2", WORK_MS: "400", FORWARD: runtime === "deno" ? "0" : "1" });
+    let pids: number[] = [];
+    try {
+      const ready = JSON.parse(await child.waitForLine(/"listening":true/, BOUND_MS)) as { ports: number[]; pids: number[] };
+      pids = ready.pids;
+      assert.equal(ready.ports.length, 2);
+      const answers = ready.ports.flatMap((port) =>
+        [0, 1].map(() => fetch(`http://127.0.0.1:${port}/slow`).then(async (r) => `${r.status} ${await r.text()}`, (e: unknown) => `failed ${String(e)}`))
+      );
+      await waitUntil(() => records(child, "started").length === 4, () => `four requests started; stdout:\n${child.stdout()}`);
+      if (runtime === "deno") for (const pid of pids) process.kill(pid, "SIGTERM");
+      else child.kill("SIGTERM");
+      assert.deepEqual(await within(Promise.all(answers), "the answers"), ["200 done", "200 done", "200 done", "200 done"]);
+      const code = await within(child.exited, `the primary's exit; stdout:\n${child.stdout()}\nstderr:\n${child.stderr()}`);
+      assert.equal(code, 0, child.stderr());
+      assert.deepEqual(records(child, "workerExit").map((r) => r.workerExit), [0, 0]);
+    } finally {
+      child.kill();
+      for (const pid of pids) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
+    }
+  });
+});
