@@ -36,7 +36,7 @@ end
 /** Token bucket (GCRA): one number, the theoretical arrival time, expiring when the bucket is full again. */
 const TOKEN_BUCKET = `
 local function remaining_at(now, tat, tolerance, interval)
-  local r = math.floor((now + tolerance - tat + slack(now)) / interval)
+  local r = math.floor((now + tolerance - tat + slack(now, interval)) / interval)
   if r > 0 then return r end
   return 0
 end
@@ -50,7 +50,7 @@ local function token_bucket(key, now, cost, tolerance, interval)
   end
   local nxt = tat + cost * interval
   local allow_at = nxt - tolerance
-  if now + slack(now) < allow_at then
+  if now + slack(now, interval) < allow_at then
     return false, allow_at - now, remaining_at(now, tat, tolerance, interval), tat - now, nil
   end
   return true, 0, remaining_at(now, nxt, tolerance, interval), nxt - now, function()
@@ -63,8 +63,9 @@ end
 // before a write is allowed (calling it cost ~1 µs a call).
 const PRELUDE = `
 local SLACK = 1e-6
--- The token bucket's slack grows with the time's size (token_bucket.ts, _slack): TIME is epoch ms.
-local function slack(now) return SLACK + math.abs(now) * 2^-46 end
+-- The token bucket's slack grows with the time's size, up to a quarter interval (token_bucket.ts,
+-- _slack): TIME is epoch ms.
+local function slack(now, interval) return math.min(SLACK + math.abs(now) * 2^-46, interval / 4) end
 local MARGIN = 1000
 local function fmt(x)
   if x == 0 then return '0' end

@@ -207,6 +207,33 @@ describe(`node adapter connection gate (${runtime})`, () => {
     }
   });
 
+  // A review: node arms its idle keep-alive timer 1 s past keepAliveTimeout, so the largest
+  // accepted value printed a TimeoutOverflowWarning on every keep-alive answer.
+  test(`node adapter: keepAliveTimeoutMs at its largest (2^31 - 1) warns of no timer overflow, and keeps the connection${why}`, skip, async () => {
+    const { serve } = await import("../../src/adapters/node/mod.ts");
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => void (w.name === "TimeoutOverflowWarning" && warnings.push(w.message));
+    process.on("warning", onWarning);
+    const handle = await serve(() => new Response("ok"), { port: 0, log: () => {}, loadMonitor: false, keepAliveTimeoutMs: 2 ** 31 - 1 });
+    try {
+      const conn = await rawConnect(handle.address.port);
+      try {
+        for (let i = 0; i < 3; i++) {
+          conn.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+          assert.equal((await conn.response()).status, 200);
+        }
+        assert.equal(conn.isClosed(), false);
+      } finally {
+        conn.destroy();
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50)); // warnings are emitted on the next tick
+      assert.deepEqual(warnings, []);
+    } finally {
+      process.off("warning", onWarning);
+      await handle.shutdown();
+    }
+  });
+
   test(`node adapter: clients that stopped reading a large answer do not hold the connection cap: past writeStallTimeoutMs their connections close and a newcomer is served; a stream with nothing to send is not cut${why}`, { ...skip, timeout: 30_000 }, async () => {
     const { serve } = await import("../../src/adapters/node/mod.ts");
     const big = new Uint8Array(16 * 1024 * 1024).fill(120); // far past the loopback socket buffers

@@ -160,6 +160,21 @@ describe(`redis scripts against a real redis-server (${runtime})`, () => {
     }
   });
 
+  // A review: a bucket refilling over 1e17 ms made the Lua print its expiry "1e+17", which
+  // Redis refused, and every take failed; such buckets are refused at creation, and the
+  // longest allowed (1e12 ms) is written as an integer.
+  test(`a bucket refilling over the longest allowed time (1e12 ms) is stored, and its first take admitted (${runtime})`, async () => {
+    for (const { name, client } of list) {
+      const store = storeFor(client);
+      const bucket = createTokenBucketLimiter({ name: "slow", ratePerSecond: 1e-9, burst: 1, store, failure: "closed" });
+      const first = await bucket.take("k");
+      assert.equal(first.allowed, true, `${name}: ${JSON.stringify(first)}`);
+      assert.equal((await bucket.take("k")).allowed, false, name);
+      const [key] = (await redis.command("KEYS", `t${run - 1}:*`)) as string[];
+      assert.ok(Number(await redis.command("PTTL", key!)) > 9e11, name);
+    }
+  });
+
   test(`a flushed script cache is reloaded on NOSCRIPT and the call still answers (${runtime})`, async () => {
     for (const { name, client } of list) {
       const store = storeFor(client);

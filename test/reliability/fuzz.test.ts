@@ -123,9 +123,9 @@ const knobs: Knob[] = [
     valid: posInt,
     build: (v) => () => createFixedWindowLimiter({ [field]: v }),
   })),
-  // A rate so small that one token takes an infinite time to refill is refused too.
-  { name: "token bucket ratePerSecond", field: "ratePerSecond", valid: (v) => posFinite(v) && Number.isFinite(1000 / (v as number)), build: (v) => () => createTokenBucketLimiter({ ratePerSecond: v as number, burst: 1 }) },
-  { name: "token bucket burst", field: "burst", valid: posInt, build: (v) => () => createTokenBucketLimiter({ ratePerSecond: 1, burst: v as number }) },
+  // A bucket whose burst would take more than 1e12 ms to refill is refused too (burst × 1000 ÷ rate).
+  { name: "token bucket ratePerSecond", field: "ratePerSecond", valid: (v) => posFinite(v) && 1000 / (v as number) <= 1e12, build: (v) => () => createTokenBucketLimiter({ ratePerSecond: v as number, burst: 1 }) },
+  { name: "token bucket burst", field: "burst", valid: (v) => posInt(v) && (v as number) * 1000 <= 1e12, build: (v) => () => createTokenBucketLimiter({ ratePerSecond: 1, burst: v as number }) },
   {
     name: "clientKey.ipv6Prefix (through a guard with a rate limit)",
     field: "ipv6Prefix",

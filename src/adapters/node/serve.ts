@@ -6,7 +6,7 @@ import { listenNode } from "./server.ts";
 export interface NodeServeOptions extends ServeOptions, NodeHostOptions {
   /** Headers must arrive within this; node answers 408 otherwise. @default min(10000, requestTimeoutMs) */
   headersTimeoutMs?: number;
-  /** Idle keep-alive sockets close after this. @default 5000 */
+  /** Idle keep-alive sockets close after this (node adds 1 s; at most 2^31 - 1001 ms are used). @default 5000 */
   keepAliveTimeoutMs?: number;
   /**
    * A connection whose response has bytes waiting to be sent, and that has sent none of them

@@ -15,6 +15,7 @@ import {
   type Listen,
   type Logger,
   type Server,
+  MAX_TIMER_MS,
 } from "../../core/mod.ts";
 import { _continue, _declared, _declaresBody, _holdContinue, _NodeInfo } from "./request_info.ts";
 import { _lingeringClose, _sweepStalled } from "./sockets.ts";
@@ -125,7 +126,9 @@ export function listenNode(options: NodeListenOptions): Listen {
       // at the service's deadline with a bare 408 and no deny event.
       requestTimeout: 0,
       headersTimeout: Math.min(options.headersTimeoutMs ?? 10_000, config.requestTimeoutMs),
-      keepAliveTimeout: options.keepAliveTimeoutMs ?? 5_000,
+      // Node arms its idle timer 1 s past this: at most the longest timer less that second (a
+      // larger one printed a TimeoutOverflowWarning a keep-alive response).
+      keepAliveTimeout: Math.min(options.keepAliveTimeoutMs ?? 5_000, MAX_TIMER_MS - 1_000),
       // How often node checks the two timeouts above (its default, 30 s, lets slowloris linger).
       connectionsCheckingInterval: 1_000,
     });

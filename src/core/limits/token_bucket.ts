@@ -65,9 +65,17 @@ interface _Tat {
 // an epoch clock's 1.7e12 (and 2e-6 after 116 days of performance.now()), where 3 a second
 // with a burst of 5 lost its fifth take. So the slack also covers 2^-46 of the time's size,
 // ~100 such units (24 µs at 1.7e12); a power of two, so the Redis store's Lua (_scripts.ts)
-// computes the same double.
+// computes the same double. Never more than a quarter of the emission interval: at an epoch
+// clock's size 24 µs passed the interval of a rate over ~40,000 a second, and a burst of 3
+// admitted 5 at one instant (a review).
 const SLACK_MS = 1e-6;
-const _slack = (now: number) => SLACK_MS + Math.abs(now) * 2 ** -46;
+const _slack = (now: number, interval: number) => Math.min(SLACK_MS + Math.abs(now) * 2 ** -46, interval / 4);
+/**
+ * The longest burst × interval a bucket may have (~31.7 years): the Redis store writes its
+ * expiry as an integer, and Lua prints a number from 1e14 on in exponent form, which Redis
+ * refused (every take of a bucket refilling in 1e17 ms failed).
+ */
+const MAX_REFILL_MS = 1e12;
 
 /**
  * Creates a token-bucket limiter using the generic cell rate algorithm: each key holds one
@@ -119,7 +127,9 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
   const interval = 1000 / ratePerSecond;
   const tolerance = burst * interval;
   // A rate so small that the burst never refills (1e-307: Infinity ms) would deny every later take as broken.
-  if (!Number.isFinite(tolerance)) _fail(what, "ratePerSecond", "large enough that the burst refills in finite time (burst × 1000 ÷ ratePerSecond ms)", ratePerSecond);
+  if (!(tolerance <= MAX_REFILL_MS)) {
+    throw new RangeError(`Cannot ${what} as "burst" × 1000 ÷ "ratePerSecond" (the ms the burst takes to refill) must be at most ${MAX_REFILL_MS}: current values are ${burst} and ${ratePerSecond}`);
+  }
   if (o.store !== undefined) {
     return _sharedLimiter({
       what,
@@ -140,7 +150,7 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
   const table = tables.keys;
 
   const remainingAt = (now: number, tat: number): number => {
-    const r = Math.floor((now + tolerance - tat + _slack(now)) / interval);
+    const r = Math.floor((now + tolerance - tat + _slack(now, interval)) / interval);
     return r > 0 ? r : 0;
   };
 
@@ -186,7 +196,7 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): To
       }
       const next = tat + cost * interval;
       const allowAt = next - tolerance;
-      if (now + _slack(now) < allowAt) {
+      if (now + _slack(now, interval) < allowAt) {
         const reason = pooled ? "table-full" : "over-limit";
         const decision = _decision(false, allowAt - now, remainingAt(now, tat), burst, tat - now, tolerance, reason);
         if (report) _emitRateDeny(sink, decision, name);

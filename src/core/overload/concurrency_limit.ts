@@ -1,6 +1,6 @@
 import type { Clock, TimerHandle } from "../clock.ts";
 import { systemClock } from "../clock.ts";
-import { _durationMs, _fail, _options, _nonNegativeInt, _positiveIntOrInfinity, _given } from "../_validate.ts";
+import { _durationMs, _fail, _options, _nonNegativeInt, _positiveIntOrInfinity, _given, MAX_TIMER_MS } from "../_validate.ts";
 import type { AdaptiveLimit } from "./adaptive_limit.ts";
 import { _WaitQueue } from "./_wait_queue.ts";
 import { type _Owner, _Permit, _Waiting, type AbortSignalLike, type Permit, type Refusal } from "./permit.ts";
@@ -239,7 +239,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
     calm ??= clock.setTimeout(() => {
       calm = undefined;
       if (queue.length > 0 && inFlight < limit) settleHeld(clock.now(), waitSince());
-    }, pressedAt + lifoAfterMs + 1 - now);
+    }, Math.min(pressedAt + lifoAfterMs + 1 - now, MAX_TIMER_MS));
   };
 
   // A permit held over the limit: never a sample.

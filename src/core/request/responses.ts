@@ -25,9 +25,9 @@ export interface DenyResponseOptions {
   headers?: ConstructorParameters<typeof Headers>[0];
 }
 
-/** Whole seconds for a `Retry-After` header: rounded up, at least 1. */
+/** Whole seconds for a `Retry-After` header: rounded up, at least 1, at most 2^31 - 1 (delta-seconds, not 1e+25). */
 export function retryAfterSeconds(ms: number): number {
-  return Number.isFinite(ms) && ms > 1000 ? Math.ceil(ms / 1000) : 1;
+  return Number.isFinite(ms) && ms > 1000 ? Math.min(Math.ceil(ms / 1000), 2_147_483_647) : 1;
 }
 
 /**

@@ -41,6 +41,27 @@ describe("concurrency limit", () => {
     assert.equal(limit.waiting, 0, "never queued");
   });
 
+  // A review: with lifoAfterMs at its largest accepted value the "calm" timer was armed 2^31 ms
+  // out, past the longest timer delay (each runtime warned and fired it after 1 ms).
+  test("concurrency limit: lifoAfterMs at 2^31 - 1 never arms a timer past the longest delay", () => {
+    const MAX = 2 ** 31 - 1;
+    const base = createManualClock(1000);
+    const delays: number[] = [];
+    const clock = { ...base, now: () => base.now(), setTimeout: (fn: () => void, ms: number, o?: { unref?: boolean }) => (delays.push(ms), base.setTimeout(fn, ms, o)) };
+    const adaptive = createAdaptiveLimit({ initialLimit: 1, minLimit: 1, maxLimit: 1, windowSamples: 1, windowMs: 1 });
+    for (let i = 0; i < 5; i++) adaptive.sample(10, 1, 900 + i * 20);
+    adaptive.sample(100, 1, 990); // a slow window ends slow start
+    const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: MAX, lifoAfterMs: MAX, standingWaitMs: 5, clock });
+    const first = limit.tryAcquire() as Permit;
+    void limit.acquire().catch(() => {});
+    void limit.acquire().catch(() => {});
+    base.advance(10);
+    assert.equal(limit.tryAcquire().ok, false);
+    first.release();
+    assert.ok(delays.length > 0, "a timer was armed");
+    assert.deepEqual(delays.filter((d) => d > MAX), []);
+  });
+
   test("concurrency limit: releasing twice frees one permit only; dispose releases", () => {
     const limit = createConcurrencyLimit({ limit: 1 });
     const a = limit.tryAcquire() as Permit;

@@ -11,6 +11,8 @@ describe("responses", () => {
     assert.equal(retryAfterSeconds(1001), 2);
     assert.equal(retryAfterSeconds(59_500), 60);
     assert.equal(retryAfterSeconds(NaN), 1);
+    // delta-seconds, never "1e+25" (a token bucket refilling over ages)
+    assert.equal(retryAfterSeconds(1e28), 2_147_483_647);
   });
 
   test("responses: denial bodies are generic text and never cached", async () => {
