@@ -12,7 +12,8 @@ export class HygieneError extends Error {
   constructor(code: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
-    // A literal, not the class's own name: a minifier renames classes (each subclass sets its own).
+    // A literal, not the class's own name: a minifier renames classes (each subclass of ours
+    // sets its own the same way; a user's subclass keeps its own class's name).
     this.name = new.target === HygieneError ? "HygieneError" : new.target.name;
   }
 }

@@ -151,7 +151,9 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     report(event) {
       if (reporting) _emit(sinks, event);
     },
-    computeKey: (a) => void _keyFor(a, guardKey, sink),
+    computeKey: (a) => {
+      if (_keyFor(a, guardKey, sink) !== undefined) a.keyFailed = true;
+    },
   };
 
   // Runs the gates from `i` on: synchronously until one answers with a promise (a shed wait),

@@ -9,7 +9,7 @@ import { validateLifecycle } from "./lifecycle/lifecycle_config.ts";
 import { createHealth, type Health } from "./lifecycle/readiness.ts";
 import type { Server, ServerAddress } from "./host/server.ts";
 import { createShutdownController, type ShutdownController } from "./lifecycle/shutdown_controller.ts";
-import { _options } from "./_validate.ts";
+import { _options, _show } from "./_validate.ts";
 import { _safeLogger, _settleQuietly } from "./_user_code.ts";
 
 /** Options of an adapter's `serve(handler, options)`: where to listen, the guard, the lifecycle. */
@@ -71,6 +71,8 @@ export interface ListenSettings {
   readonly connections: ConnectionGate;
   /** Aborted at the stop signal (before a pre-stop delay, not after it as `stopAccepting` is). */
   readonly stopping?: AbortSignal;
+  /** Several processes listen on one port (given only to a binding that `takesReusePort`). */
+  readonly reusePort?: boolean;
 }
 
 /**
@@ -78,10 +80,13 @@ export interface ListenSettings {
  * Response itself when the answer is known synchronously (a refusal, a handler that returned
  * one), else with a promise.
  */
-export type Listen = (
+export type Listen = ((
   fetch: (request: Request, info?: ServeInfo) => Response | Promise<Response>,
   settings: ListenSettings,
-) => Server | Promise<Server>;
+) => Server | Promise<Server>) & {
+  /** The binding passes `reusePort` to its runtime (Bun's); elsewhere serve() refuses the option. */
+  readonly takesReusePort?: boolean;
+};
 
 /**
  * The runtime-independent half of every adapter's `serve`: validate the lifecycle, build
@@ -116,8 +121,12 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
   // Taken by the Bun adapter (the Bun server's own option); elsewhere it was dropped silently, and a
   // second process on the port failed with EADDRINUSE (a review). Node 20 has none; Deno's
   // needs --unstable-net, without which the process exits 70, uncatchable (RUNTIMES.md).
-  if ((o as Record<string, unknown>).reusePort !== undefined) {
+  const reusePort = (o as Record<string, unknown>).reusePort;
+  if (reusePort !== undefined && listen.takesReusePort !== true) {
     throw new TypeError(`Cannot serve as "reusePort" is not an option on this runtime: on Node run several processes with node:cluster (README: Several processes on one machine); it is Bun's only`);
+  }
+  if (reusePort !== undefined && typeof reusePort !== "boolean") {
+    throw new TypeError(`Cannot serve as "reusePort" must be a boolean: current value is ${_show(reusePort)}`);
   }
   // A controller that has fired already would start a server that drains at once and hand
   // back a handle on a closed port (an in-process restart reusing the first one's).
@@ -130,6 +139,7 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
   const draining = new AbortController();
   let guard: Guard | undefined;
   let server: Server | undefined;
+  let attached = false;
   try {
     // `stopping` fires every request's context.shutdownSignal at the signal itself.
     guard = createGuard({ ...o, shutdown: draining, stopping: controller }, host);
@@ -141,8 +151,10 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       flushMarginMs: o.flushMarginMs,
     });
     const connections = createConnectionGate({ maxConnections: guard.config.maxConnections, onDeny: o.onDeny, onEvent: o.onEvent });
+    host.attach?.();
+    attached = true;
     try {
-      server = await listen(_guardedFetch(guard, handler), { port: o.port ?? 8000, hostname: o.hostname ?? "127.0.0.1", config: guard.config, connections, stopping: controller.signal });
+      server = await listen(_guardedFetch(guard, handler), { port: o.port ?? 8000, hostname: o.hostname ?? "127.0.0.1", config: guard.config, connections, stopping: controller.signal, reusePort: reusePort === true });
     } catch (error) {
       // A port in use, an address not available: the listener's failure, typed as when it fails
       // later. No exit code is set: the caller may catch it and listen elsewhere.
@@ -202,6 +214,7 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
     }
     guard?.dispose();
     if (o.controller === undefined) controller.dispose();
+    if (attached) host.detach?.();
     throw error;
   }
 }

@@ -16,6 +16,7 @@ import {
   type SharedRateLimiter,
   rateLimitedResponse,
   _reporterOf,
+  _routeKeyOf,
   _isShared,
   _takeUnreported,
   type RateDecision,
@@ -30,17 +31,20 @@ import { _requireContext, hygieneContext, peerOf } from "./context.ts";
 /** How long a client whose key could not be computed is told to wait (the guard's keyed gates say the same). */
 const KEY_FAILED_RETRY_MS = 1000;
 
-/** A route key function that threw or returned no string. */
+/** A key function (the route's, or the guard's: its fault reported already) that threw or returned no string. */
 interface _KeyFailed {
   readonly failed: unknown;
+  readonly reported?: true;
 }
 
 /**
  * The route's client key — its own `key` when given, else the guard's (`clientKey`, read from
- * the context only then), else the peer's — or why that failed.
+ * the context only then), else the peer's — or why that failed. The guard's failing fails
+ * closed too, never falls back to the peer (behind a proxy: one budget for every client).
  */
 function _routeKey(c: Context, context: RequestContext | undefined, own: boolean, keyOf: ClientKeyFunction): string | _KeyFailed {
-  const guardKey = own ? undefined : context?.key;
+  const guardKey = own ? undefined : _routeKeyOf(context);
+  if (guardKey === false) return { failed: undefined, reported: true };
   if (guardKey !== undefined) return guardKey;
   try {
     return _keyResult(keyOf(c.req.raw, { peer: peerOf(c) }), "the client-key function");
@@ -54,7 +58,7 @@ function _routeKey(c: Context, context: RequestContext | undefined, own: boolean
  * reporting the fault and the refusal to `sink`.
  */
 function _keyRefused(failure: _KeyFailed, sink: EventSink | undefined, layer: "rate" | "peer", fields: { scope?: string; limiterClass?: string }): Response {
-  _emit([sink], { type: "fault", source: "client-key", error: failure.failed, failed: "closed" });
+  if (failure.reported !== true) _emit([sink], { type: "fault", source: "client-key", error: failure.failed, failed: "closed" });
   _emit([sink], { type: "deny", layer, reason: "limiter-error", status: 429, retryAfterMs: KEY_FAILED_RETRY_MS, ...fields });
   return denyResponse(429, { retryAfterMs: KEY_FAILED_RETRY_MS });
 }

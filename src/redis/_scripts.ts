@@ -63,9 +63,9 @@ end
 // before a write is allowed (calling it cost ~1 µs a call).
 const PRELUDE = `
 local SLACK = 1e-6
--- The token bucket's slack grows with the time's size, up to a quarter interval (token_bucket.ts,
+-- The token bucket's slack grows with the time's size, up to half an interval (token_bucket.ts,
 -- _slack): TIME is epoch ms.
-local function slack(now, interval) return math.min(SLACK + math.abs(now) * 2^-46, interval / 4) end
+local function slack(now, interval) return math.min(SLACK + math.abs(now) * 2^-46, interval / 2) end
 local MARGIN = 1000
 local function fmt(x)
   if x == 0 then return '0' end

@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { serveHere } from "../support/adapter.ts";
+import { adapterHere, serveHere } from "../support/adapter.ts";
 import { isServeError } from "../../src/core/lifecycle/serve_error.ts";
 import { createShutdownController } from "../../src/core/lifecycle/shutdown_controller.ts";
 import type { ServeHandle } from "../../src/core/mod.ts";
@@ -328,6 +328,22 @@ describe(`adapter serve (${runtime})`, () => {
       }
     } finally {
       await first.shutdown();
+    }
+  });
+
+  // A review: the Bun adapter's first reusePort form copied the options with a rest spread,
+  // losing what they inherit (port, log, onListen from a defaults object).
+  test(`adapter serve: options inherited through a prototype (a defaults object) are honoured (${runtime})`, async () => {
+    const heard: number[] = [];
+    const defaults = { port: 0, log: () => {}, loadMonitor: false, onListen: (address: { port: number }) => void heard.push(address.port) };
+    const serve = await adapterHere();
+    const handle = await serve(() => new Response("inherited"), Object.create(defaults) as typeof defaults);
+    try {
+      assert.deepEqual(heard, [handle.address.port]);
+      assert.notEqual(handle.address.port, 8000);
+      assert.equal(await (await fetch(`http://127.0.0.1:${handle.address.port}/`)).text(), "inherited");
+    } finally {
+      await handle.shutdown();
     }
   });
 

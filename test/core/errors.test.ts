@@ -38,6 +38,9 @@ describe(`errors (${runtime})`, () => {
         const error = MAKE[name]!(mod[name]!);
         assert.equal(error.name, name);
         assert.ok(String(error).startsWith(`${name}: `), String(error));
+        // A user's subclass (unminified, as the user's own code would be named) keeps its name.
+        const Sub = { [`My${name}`]: class extends (mod[name]! as new (...args: never[]) => Error) {} }[`My${name}`]!;
+        assert.equal(MAKE[name]!(Sub as Ctor).name, `My${name}`);
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -603,6 +603,40 @@ describe(`hono middleware (${runtime})`, () => {
     }
   });
 
+  // A review of the change above: a guard key function that failed left context.key undefined,
+  // so the route fell back to the peer's key and admitted; each read of the key ran it again.
+  test("hono: the guard's failing clientKey fails a route's limits closed (429 limiter-error), reported as one fault a request", async () => {
+    const faults: string[] = [];
+    const denies: string[] = [];
+    const app = new Hono();
+    app.use(hygiene({
+      loadMonitor: false,
+      clientKey: (r) => {
+        const tenant = r.headers.get("x-tenant");
+        if (tenant === null) throw new Error("no tenant");
+        return tenant;
+      },
+      onEvent: (e) => void (e.type === "fault" && faults.push(e.source)),
+      onDeny: (e) => void denies.push(`${e.layer} ${e.reason} ${e.status}`),
+    }));
+    app.get("/r", rateLimit({ limiter: createFixedWindowLimiter({ limit: 1, windowMs: 60_000 }) }), inFlightCap({ perKey: 5 }), (c) => c.text(`${hygieneContext(c)?.key} ${hygieneContext(c)?.key}`));
+    app.get("/read", (c) => c.text(`${hygieneContext(c)?.key} ${hygieneContext(c)?.key}`));
+    const env = (address: string) => ({ incoming: { socket: { remoteAddress: address, remotePort: 1 } } });
+    const statuses = [];
+    for (const address of ["10.0.0.1", "10.0.0.2"]) {
+      const res = await app.fetch(new Request("http://localhost/r"), env(address));
+      statuses.push(res.status);
+      await res.body?.cancel();
+    }
+    assert.deepEqual(statuses, [429, 429]);
+    assert.deepEqual(denies, ["rate limiter-error 429", "rate limiter-error 429"]);
+    // A handler reading the key twice: undefined, and the function ran (and reported) once.
+    assert.equal(await (await app.fetch(new Request("http://localhost/read"), env("10.0.0.1"))).text(), "undefined undefined");
+    assert.deepEqual(faults, ["client-key", "client-key", "client-key"]);
+    const ok = await app.fetch(new Request("http://localhost/r", { headers: { "x-tenant": "acme" } }), env("10.0.0.3"));
+    assert.equal(await ok.text(), "acme acme");
+  });
+
   test("hono: bodyLimit without any guard fails loudly instead of silently not capping", async () => {
     const app = new Hono();
     const errors: Error[] = [];

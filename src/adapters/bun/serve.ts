@@ -85,7 +85,7 @@ class _PeerInfo {
 }
 
 /** The Bun.serve binding: listens with the guarded fetch and exposes the core's Server. */
-export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSeconds?: number; reusePort?: boolean; log: Logger }): Listen {
+export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSeconds?: number; log: Logger }): Listen {
   const idleTimeout = _idleTimeoutSeconds(options.idleTimeoutSeconds);
   const restore = (srv: { timeout(request: Request, seconds: number): void }, request: Request) => {
     try {
@@ -94,12 +94,12 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
       // the connection is already gone
     }
   };
-  return (fetch, { port, hostname, config, stopping }) => {
+  const listen = (fetch: Parameters<Listen>[0], { port, hostname, config, stopping, reusePort }: Parameters<Listen>[1]) => {
     const server = _bun().serve({
       port,
       hostname,
       idleTimeout,
-      reusePort: options.reusePort === true,
+      reusePort: reusePort === true,
       maxRequestBodySize: options.maxRequestBodySize ?? _maxRequestBodySize(config),
       fetch(request, srv) {
         let answered = fetch(request, new _PeerInfo(srv, request));
@@ -140,12 +140,13 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
       closeAll: () => new Promise<void>((done) => setTimeout(() => done(server.stop(true)), 0)),
       // A Bun server never ends on its own; it ends through the drain.
       closed: new Promise<void>(() => {}),
-      peerAddress(request) {
+      peerAddress(request: Request) {
         const ip = server.requestIP(request);
         return ip === null ? undefined : peerAddress(ip.address, ip.port, ip.family);
       },
     };
   };
+  return Object.assign(listen, { takesReusePort: true });
 }
 
 /**
@@ -161,11 +162,7 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
  * ```
  */
 export function serve(handler: GuardedHandler, options: BunServeOptions = {}): Promise<ServeHandle> {
-  const { reusePort, ...rest } = options ?? {};
-  if (reusePort !== undefined && typeof reusePort !== "boolean") {
-    return Promise.reject(new TypeError(`Cannot serve on Bun as "reusePort" must be a boolean: current value is ${String(reusePort)}`));
-  }
-  const host = createBunHost(rest);
-  const listen = listenBun({ maxRequestBodySize: rest.maxRequestBodySize, idleTimeoutSeconds: rest.idleTimeoutSeconds, reusePort, log: _safeLogger(rest.log ?? host.log!) });
-  return serveWith(host, listen, handler, rest);
+  const host = createBunHost(options);
+  const listen = listenBun({ maxRequestBodySize: options.maxRequestBodySize, idleTimeoutSeconds: options.idleTimeoutSeconds, log: _safeLogger(options.log ?? host.log!) });
+  return serveWith(host, listen, handler, options);
 }

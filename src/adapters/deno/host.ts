@@ -39,7 +39,7 @@ export function createDenoHost(options: DenoHostOptions = {}): Host {
     exit: (code) => Deno.exit(code),
     setExitCode: (code) => void (Deno.exitCode = code),
     // A node:cluster worker's (a forked child's) IPC channel would keep it alive after the drain.
-    detach: () => (globalThis as { process?: { channel?: { unref?(): void } } }).process?.channel?.unref?.(),
+    ipcChannel: () => (globalThis as { process?: { channel?: { ref?(): void; unref?(): void } } }).process?.channel,
     unref: (id) => Deno.unrefTimer(id as number),
   });
 }

@@ -62,6 +62,6 @@ export function createNodeHost(options: NodeHostOptions = {}): Host {
     exit: (code) => process.exit(code),
     setExitCode: (code) => void (process.exitCode = code),
     // A cluster worker's (a forked child's) IPC channel would keep it alive after the drain.
-    detach: () => (process as { channel?: { unref?(): void } }).channel?.unref?.(),
+    ipcChannel: () => (process as { channel?: { ref?(): void; unref?(): void } }).channel,
   });
 }

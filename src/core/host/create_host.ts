@@ -22,8 +22,11 @@ export interface HostOptions {
   exit?: (code: number) => void;
   /** Sets the code the process ends with when it ends on its own. @default none */
   setExitCode?: (code: number) => void;
-  /** Lets go of what holds the process open besides its servers (an IPC channel), once a drain ended. @default none */
-  detach?: () => void;
+  /**
+   * The process's IPC channel, when it has one (a node:cluster worker, a forked child): held
+   * while any server runs, let go once the last has drained. @default none
+   */
+  ipcChannel?: () => { ref?(): void; unref?(): void } | null | undefined;
   /**
    * Makes a global timer id stop keeping the process alive (for timers scheduled with
    * `{ unref: true }`). @default the id's own `unref()` where it has one
@@ -46,7 +49,9 @@ export interface HostOptions {
 }
 
 const WHAT = "create host";
-const FUNCTIONS = ["rss", "liveBytes", "collectGarbage", "exit", "setExitCode", "detach", "unref", "setImmediate", "clearImmediate", "log"] as const;
+/** Servers started through Hosts with an IPC channel and not yet drained (one count for the whole program). */
+let _serving = 0;
+const FUNCTIONS = ["rss", "liveBytes", "collectGarbage", "exit", "setExitCode", "ipcChannel", "unref", "setImmediate", "clearImmediate", "log"] as const;
 
 function _signals(value: SignalApi | undefined): SignalApi | undefined {
   if (value === undefined) return undefined;
@@ -106,7 +111,18 @@ export function createHost(options?: HostOptions): Host {
   if (o.collectGarbage !== undefined) host.collectGarbage = o.collectGarbage;
   if (o.exit !== undefined) host.exit = o.exit;
   if (o.setExitCode !== undefined) host.setExitCode = o.setExitCode;
-  if (o.detach !== undefined) host.detach = o.detach;
+  const channel = o.ipcChannel;
+  if (channel !== undefined) {
+    // One count for the process, whatever the number of Hosts: a worker serving twice, or two
+    // servers at once, keeps its channel until the last drain (a review: a worker's second
+    // serve() died waiting on its primary with the channel let go at the first drain).
+    host.attach = () => {
+      if (_serving++ === 0) channel()?.ref?.();
+    };
+    host.detach = () => {
+      if (_serving > 0 && --_serving === 0) channel()?.unref?.();
+    };
+  }
   if (o.cloneResponses !== undefined && typeof o.cloneResponses !== "boolean") {
     throw new TypeError(`Cannot ${WHAT} as "cloneResponses" must be a boolean: current value is ${_show(o.cloneResponses)}`);
   }

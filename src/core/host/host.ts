@@ -53,9 +53,15 @@ export interface Host {
    */
   setExitCode?(code: number): void;
   /**
-   * Lets go of what holds the process open besides its servers once a drain has ended (the
-   * IPC channel of a node:cluster worker or a forked child), so the process ends on its own
-   * as a standalone one does. Called once a drain, whatever its outcome.
+   * A server starts (before it listens): what holds the process open besides its servers (the
+   * IPC channel of a node:cluster worker or a forked child) is held again while any serves —
+   * a worker's listen waits on its primary's answer there.
+   */
+  attach?(): void;
+  /**
+   * A server's drain has ended (or its start failed): once no server started through this
+   * process's Hosts is left, that channel is let go, so the process ends on its own as a
+   * standalone one does.
    */
   detach?(): void;
   /**

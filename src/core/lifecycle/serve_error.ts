@@ -34,7 +34,7 @@ export class ServeError extends HygieneError {
   constructor(kind: ServeErrorKind, cause: unknown, outcome?: DrainOutcome) {
     const what = kind === "io" ? "Server failed" : "Flush hook (onDrained) failed after the drain";
     super(CODES[kind], `${what}: ${_describe(cause)}`, { cause });
-    this.name = "ServeError";
+    this.name = new.target === ServeError ? "ServeError" : new.target.name;
     this.kind = kind;
     this.outcome = outcome;
   }

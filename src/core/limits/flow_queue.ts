@@ -63,7 +63,7 @@ export class FlowQueueFullError extends HygieneError {
   readonly limit: number;
   constructor(data: { worker: number; limit: number }, options?: { cause?: unknown }) {
     super(CODE, `Flow queue full: worker ${data.worker} holds ${data.limit} tasks`, options);
-    this.name = "FlowQueueFullError";
+    this.name = new.target === FlowQueueFullError ? "FlowQueueFullError" : new.target.name;
     this.worker = data.worker;
     this.limit = data.limit;
   }

@@ -114,7 +114,7 @@ export class PeerBusyError extends HygieneError {
   readonly limit: number;
   constructor(data: { retryAfterMs: number; limit: number }, options?: { cause?: unknown }) {
     super(CODE, `Peer busy: ${data.limit} requests already in flight`, options);
-    this.name = "PeerBusyError";
+    this.name = new.target === PeerBusyError ? "PeerBusyError" : new.target.name;
     this.retryAfterMs = data.retryAfterMs;
     this.limit = data.limit;
   }

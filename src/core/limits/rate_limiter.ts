@@ -82,7 +82,7 @@ export class RateLimitedError extends HygieneError {
 
   constructor(decision: { retryAfterMs: number; limit: number; scope?: string }, options?: { cause?: unknown }) {
     super(CODE, `Rate limited: retry after ${Math.ceil(decision.retryAfterMs)} ms`, options);
-    this.name = "RateLimitedError";
+    this.name = new.target === RateLimitedError ? "RateLimitedError" : new.target.name;
     this.retryAfterMs = decision.retryAfterMs;
     this.limit = decision.limit;
     this.scope = decision.scope;

@@ -65,11 +65,14 @@ interface _Tat {
 // an epoch clock's 1.7e12 (and 2e-6 after 116 days of performance.now()), where 3 a second
 // with a burst of 5 lost its fifth take. So the slack also covers 2^-46 of the time's size,
 // ~100 such units (24 µs at 1.7e12); a power of two, so the Redis store's Lua (_scripts.ts)
-// computes the same double. Never more than a quarter of the emission interval: at an epoch
-// clock's size 24 µs passed the interval of a rate over ~40,000 a second, and a burst of 3
-// admitted 5 at one instant (a review).
+// computes the same double. Never more than half the emission interval: at an epoch clock's
+// size 24 µs passed the interval of a rate over ~40,000 a second, and a burst of 3 admitted 5
+// at one instant (a review); half, not less, leaves room for the rounding a large burst's sums
+// gather (a quarter lost a token of a burst of 100 at 30,000 a second). Past ~300,000 a second
+// at an epoch-sized time (the Redis store's) the interval nears a double's precision there,
+// and a large burst may be off by a few.
 const SLACK_MS = 1e-6;
-const _slack = (now: number, interval: number) => Math.min(SLACK_MS + Math.abs(now) * 2 ** -46, interval / 4);
+const _slack = (now: number, interval: number) => Math.min(SLACK_MS + Math.abs(now) * 2 ** -46, interval / 2);
 /**
  * The longest burst × interval a bucket may have (~31.7 years): the Redis store writes its
  * expiry as an integer, and Lua prints a number from 1e14 on in exponent form, which Redis

@@ -22,7 +22,7 @@ export interface _AdmissionHost {
   watchShutdown(a: _Admission): void;
   /** Emits through the guard's sinks (a route-level refusal). */
   report(event: HygieneEvent): void;
-  /** Computes `a.key` when no keyed gate did (a fault and undefined when the key function fails). */
+  /** Computes `a.key` when no keyed gate did (on failure: a fault reported, `a.keyFailed` set). */
   computeKey(a: _Admission): void;
 }
 
@@ -39,8 +39,10 @@ export class _Admission {
   request: Request;
   readonly info: ServeInfo | undefined;
   readonly startedAt: number;
-  /** The client key, once a keyed gate computed it. */
+  /** The client key, once a keyed gate (or a read of `context.key`) computed it. */
   key: string | undefined = undefined;
+  /** The guard's key function failed for this request (reported once). */
+  keyFailed = false;
   /**
    * The body stream: null when there is none; undefined when the head declares one that is
    * not read yet (the body cap gate reads it).
@@ -228,9 +230,12 @@ export class _Admission {
     this.#host.report(event);
   }
 
-  /** The client key: the keyed gates', else the guard's key function's, computed on first read. */
+  /**
+   * The client key: the keyed gates', else the guard's key function's, computed on first read
+   * — once: a function that failed (a fault reported) is not called again for this request.
+   */
   clientKey(): string | undefined {
-    if (this.key === undefined) this.#host.computeKey(this);
+    if (this.key === undefined && !this.keyFailed) this.#host.computeKey(this);
     return this.key;
   }
 

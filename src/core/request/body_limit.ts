@@ -6,7 +6,7 @@ export class BodyTooLargeError extends HygieneError {
   readonly limit: number;
   constructor(limit: number) {
     super("BODY_TOO_LARGE", `Request body exceeds the limit of ${limit} bytes`);
-    this.name = "BodyTooLargeError";
+    this.name = new.target === BodyTooLargeError ? "BodyTooLargeError" : new.target.name;
     this.limit = limit;
     _answering(this, 413);
   }

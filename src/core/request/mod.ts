@@ -9,5 +9,5 @@ export * from "./responses.ts";
 export type { ExemptOption } from "./exempt.ts";
 export type { GuardedInfo, RequestContext } from "./request_context.ts";
 export { _closing, closesOnUnreadBody, type RouteBodyLimit, UNREAD_BODY_KEEP_BYTES } from "./body_caps.ts";
-export { _reporterOf } from "./route_report.ts";
+export { _reporterOf, _routeKeyOf } from "./route_report.ts";
 export { _ClientLeft } from "./client_left.ts";

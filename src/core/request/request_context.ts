@@ -2,7 +2,7 @@ import type { PeerAddress } from "../host/server.ts";
 import type { AbortSignalLike } from "../overload/permit.ts";
 import type { DeclaredLength } from "./body_limit.ts";
 import type { HygieneEvent } from "../events.ts";
-import { _REPORT, type _Reporting } from "./route_report.ts";
+import { _REPORT, type _Reporting, _ROUTE_KEY } from "./route_report.ts";
 
 /**
  * The per-request state route-level code may read and adjust. It lives from admission
@@ -180,5 +180,10 @@ export class _RequestView implements RequestContext, GuardedInfo, _Reporting {
   /** Route-level refusals reach the guard's sinks (route_report.ts); not part of RequestContext. */
   [_REPORT](event: HygieneEvent): void {
     this.#a.report(event);
+  }
+
+  /** The key for route-level limits, `false` when the guard's key function failed (route_report.ts). */
+  [_ROUTE_KEY](): string | false {
+    return this.#a.clientKey() ?? false;
   }
 }

@@ -24,3 +24,17 @@ export function _reporterOf(context: unknown): ((event: HygieneEvent) => void) |
   if (typeof reporting?.[_REPORT] !== "function") return undefined;
   return (event) => reporting[_REPORT]!(event);
 }
+
+/**
+ * The context's client key for route-level limits (internal, as `_REPORT`): the guard's key of
+ * the request, or `false` when the guard's key function failed for it (its fault reported
+ * once, by the guard).
+ */
+export const _ROUTE_KEY: unique symbol = Symbol.for("serve-hygiene.route-key") as never;
+
+/** The guard's key behind `context` for a route: a string, `false` (failed), or undefined (no guard). */
+export function _routeKeyOf(context: unknown): string | false | undefined {
+  const c = context as { [_ROUTE_KEY]?: () => string | false; key?: unknown } | null | undefined;
+  if (typeof c?.[_ROUTE_KEY] === "function") return c[_ROUTE_KEY]();
+  return typeof c?.key === "string" ? c.key : undefined;
+}
