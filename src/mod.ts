@@ -24,6 +24,7 @@ export type {
   GuardWork,
   KeyedGatesOptions,
   RateLimitRule,
+  RefusalHeaders,
   RequestContext,
   ResolvedConfig,
   RouteBodyLimit,

@@ -13,6 +13,7 @@ import { _Admission, type _AdmissionHost } from "./request/admission.ts";
 import { _createLongLived } from "./request/_long_lived.ts";
 import { _handlerRun } from "./request/handler_run.ts";
 import { _durationMs, _options } from "./_validate.ts";
+import { _refusalHeaders } from "./request/refusal_headers.ts";
 import {
   _GATES,
   type Gate,
@@ -109,14 +110,17 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const timed = config.requestTimeoutMs !== Infinity;
 
   const refusal = host?.cloneResponses === true ? _clonedRefusal : _refusalResponse;
+  // The service's own headers on every refusal (CORS): off, the refusal path does nothing more.
+  const addHeaders = _refusalHeaders(what, o.refusalHeaders, sink);
   // The one place a refusal is reported (a gate's limiter may have reported it already).
   const reportDeny = (layer: DenyLayer, r: GateRefusal): void => {
     if (reporting && r.reported !== true) _emit(sinks, { type: "deny", layer, reason: r.reason, status: r.status, retryAfterMs: r.retryAfterMs });
   };
   // The one place a refusal's answer is built (the head path's parts aside: head_path.ts).
-  const refuse = (layer: DenyLayer, r: GateRefusal): Response => {
+  const refuse = (layer: DenyLayer, r: GateRefusal, a?: _Admission): Response => {
     reportDeny(layer, r);
-    return r.response ?? refusal(r.status, r.retryAfterMs, r.close);
+    const res = r.response ?? refusal(r.status, r.retryAfterMs, r.close);
+    return addHeaders === undefined ? res : addHeaders(res, a?.request);
   };
 
   const loadGate = load === undefined ? undefined : _loadGate(load, clock, { waitMs: concurrency.shedWaitMs, maxWaiting: concurrency.maxWaiting }, concurrency);
@@ -185,7 +189,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   };
   const denied = (a: _Admission, gate: Gate, r: GateRefusal): Response => {
     a.release();
-    return refuse(r.layer ?? gate.layer, r);
+    return refuse(r.layer ?? gate.layer, r, a);
   };
 
   const exempt = _exemptMatcher(o.exempt, what, sink);
@@ -201,8 +205,9 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       reportDeny,
     };
     guarded[_HEAD] = (info, translate, answer) => {
-      // Which gates apply to an exempt request is a question about the request.
-      if (exempt !== undefined) {
+      // Which gates apply to an exempt request is a question about the request, and so are
+      // the service's refusal headers (a function of it; added to a built Response either way).
+      if (exempt !== undefined || addHeaders !== undefined) {
         translate((request) => guarded(request, info), info);
         return undefined;
       }
@@ -260,7 +265,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
           a.abandon(reason);
           // Where the runtime still waits for this request's answer, it gets one and the
           // connection closes, instead of hanging until the process ends.
-          if (a.sentStatus === undefined) a.answer(refuse("draining", _FORCED));
+          if (a.sentStatus === undefined) a.answer(refuse("draining", _FORCED, a));
         }
         longLived.force(reason);
       },

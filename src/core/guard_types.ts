@@ -5,6 +5,7 @@ import type { ConcurrencyLimit } from "./overload/concurrency_limit.ts";
 import type { ResolvedConfig, ServeHygieneConfig } from "./config.ts";
 import type { DenyEvent, EventSink } from "./events.ts";
 import type { ExemptOption } from "./request/exempt.ts";
+import type { RefusalHeaders } from "./request/refusal_headers.ts";
 import type { Logger } from "./host/host.ts";
 import type { InFlightLimiter } from "./limits/inflight_limit.ts";
 import type { KeyedGatesOptions } from "./limits/keyed_gates.ts";
@@ -62,6 +63,15 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
   stopping?: { readonly signal: AbortSignal };
   /** The audit hook: every refusal, with its layer and reason. */
   onDeny?: (event: DenyEvent) => void;
+  /**
+   * Headers added to every refusal the guard answers (429, 503, 413, 408): a record, or a
+   * function of the request returning one — CORS for browser clients, e.g.
+   * `(r) => ({ "access-control-allow-origin": r.headers.get("origin") ?? "*", "access-control-expose-headers": "Retry-After, RateLimit" })`.
+   * A refusal's own headers win; a function that throws is reported (fault `refusal-headers`)
+   * and the refusal goes out without them. On Node a refusal then builds the full Request
+   * (no head-path answer). @default none
+   */
+  refusalHeaders?: RefusalHeaders;
   /**
    * A handler's error (the client only ever sees a generic 500). A hook that throws is logged;
    * the answer is still the 500. @default logged

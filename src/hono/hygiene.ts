@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { _guardedFetch, type AbortSignalLike, createGuard, type Guard, type GuardOptions, type Host, type PeerAddress } from "../core/mod.ts";
+import { _guardedFetch, _NOT_CARRIED, type AbortSignalLike, createGuard, type Guard, type GuardOptions, type Host, type PeerAddress } from "../core/mod.ts";
 import { _clientGoneOf, _clientLeftOf, CONTEXT_KEY, peerOf, type _WithContext } from "./context.ts";
 
 /** Options of {@linkcode hygiene}: the guard's options. */
@@ -100,12 +100,6 @@ function _readChain(c: _Context): Response {
   return _held.get(c) ?? c.res;
 }
 
-// The headers an answer the guard put in place does not take from the response it replaces.
-const _NOT_CARRIED = new Set([
-  "accept-ranges", "age", "cache-control", "connection", "content-disposition", "content-encoding", "content-language",
-  "content-length", "content-location", "content-range", "content-type", "etag", "expires", "keep-alive", "last-modified",
-  "location", "retry-after", "set-cookie", "trailer", "transfer-encoding", "vary",
-]);
 
 /**
  * The whole request path as app-level Hono middleware, for apps served by something other

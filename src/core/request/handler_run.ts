@@ -17,6 +17,7 @@ import { dropConnectionAfter } from "./connection_drop.ts";
 import { _lazyArming } from "./_lazy_arming.ts";
 import type { _LongLived } from "./_long_lived.ts";
 import { _refusalResponse } from "../gates/refuse.ts";
+import { _carried } from "./refusal_headers.ts";
 import { _answering } from "../errors.ts";
 
 const TIMEOUT = () => _answering(new DOMException("The request deadline passed", "TimeoutError"), 408);
@@ -31,7 +32,8 @@ export interface _HandlerRunParts {
   requestTimeoutMs: number;
   longLived: _LongLived;
   /** The guard's one place a refusal is reported and answered. */
-  refuse(layer: DenyLayer, r: GateRefusal): Response;
+  /** The guard's refusal (reported, with the service's headers for `a`'s request). */
+  refuse(layer: DenyLayer, r: GateRefusal, a?: _Admission): Response;
   /** A handler that failed (not after a 408: that failure is the expected reaction to its signal). */
   onError(error: unknown, request: Request): void;
   /** Where each answered request is reported (`request` events), if anywhere. */
@@ -71,7 +73,7 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
     a.abandon(TIMEOUT());
     // A 408 ends its connection (RFC 9110 §15.5.9); with a body that may still be arriving,
     // even where the runtime would read it to its end (Deno).
-    const res = refuse("timeout", DEADLINE);
+    const res = refuse("timeout", DEADLINE, a);
     if (a.answer(a.failBody === undefined ? res : dropConnectionAfter(res))) {
       a.straggling = true;
       stragglers++;
@@ -96,7 +98,7 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
     });
   };
 
-  const overCap = (a: _Admission) => refuse("body", closesOnUnreadBody(a.declared) ? OVER_CAP_CLOSE : OVER_CAP);
+  const overCap = (a: _Admission) => refuse("body", closesOnUnreadBody(a.declared) ? OVER_CAP_CLOSE : OVER_CAP, a);
 
   // What the request holds is released when the handler settles — not when a 408 went out.
   const settle = (a: _Admission, completed = false) => {
@@ -122,8 +124,12 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
     settle(a, res instanceof Response && res.status < 500);
     let out: Response;
     if (a.overflowed) {
-      if (res instanceof Response) res.body?.cancel().catch(() => {});
-      out = overCap(a);
+      // The 413 keeps what the handler's answer carried that is about neither its body nor
+      // caching nor the connection: a framework's CORS headers (a browser reads the 413 then).
+      if (res instanceof Response) {
+        res.body?.cancel().catch(() => {});
+        out = _carried(res, overCap(a));
+      } else out = overCap(a);
     } else if (res instanceof Response) {
       // A body the handler left unread, over 64 KiB or of unknown length: the connection
       // closes rather than make the runtime read the rest (Bun and Deno would, unbounded).
