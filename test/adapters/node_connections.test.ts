@@ -253,7 +253,7 @@ describe(`node adapter connection gate (${runtime})`, () => {
         return new Response(stream, { headers: { "content-type": "text/event-stream" } });
       }
       return new Response("ok");
-    }, { port: 0, maxConnections: 4, writeStallTimeoutMs: STALL_MS, log: (r) => void (r.msg === "closed a connection whose client stopped reading" && cut++), loadMonitor: false });
+    }, { port: 0, maxConnections: 4, writeStallTimeoutMs: STALL_MS, log: (r) => void (r.msg === "closed connections whose clients stopped reading" && (cut += r.connections as number)), loadMonitor: false });
     let cut = 0;
     const sockets: Socket[] = [];
     try {

@@ -11,7 +11,7 @@ import { runtime, startChild } from "../support/runtime.ts";
 import { chunk, openSock, parseResponse, within } from "../support/reliability.ts";
 
 describe(`examples: edge server logs (${runtime})`, () => {
-  test(`edge server: a 413 mid-body, a 408, a client leaving and /login's 429s print only JSON lines, no stack trace; the startup line has the url and pid, the drain line a duration (${runtime})`, { timeout: 40_000 }, async () => {
+  test(`edge server: a 413 mid-body, a 408, a client leaving (mid-handler and mid-upload) and /login's 429s print only JSON lines, no stack trace; the startup line has the url and pid, the drain line a duration (${runtime})`, { timeout: 40_000 }, async () => {
     const child = startChild("examples/edge-server.ts", {
       PORT: "0",
       HOST: "127.0.0.1",
@@ -46,6 +46,13 @@ describe(`examples: edge server logs (${runtime})`, () => {
       gone.write("GET /work?ms=60000 HTTP/1.1\r\nHost: x\r\n\r\n");
       await new Promise((r) => setTimeout(r, 100));
       gone.destroy();
+
+      // A client that leaves mid-upload (Deno logged "handler failed" at error level for it).
+      const half = await openSock(port);
+      half.write("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" + "x".repeat(1000));
+      await new Promise((r) => setTimeout(r, 100));
+      half.destroy();
+      await new Promise((r) => setTimeout(r, 100));
 
       // /login's auth limiter (5 a minute): the 429s are refused and logged as such.
       const statuses: number[] = [];

@@ -226,6 +226,42 @@ describe(`hono middleware (${runtime})`, () => {
     assert.deepEqual(logged, []);
   });
 
+  // A logs review: a client leaving mid-upload failed the route's body read with the runtime's
+  // own error (node's "aborted", Deno's BadResource, Bun's), and Hono's default error handler
+  // printed its stack — a log line a request that any client could cause.
+  test(`hono: served by the ${runtime} adapter, a client leaving mid-upload fails the route's read with the guard's reason (its signal fired), and Hono's default error handler logs nothing`, { timeout: 15_000 }, async () => {
+    let done!: (seen: string) => void;
+    const finished = new Promise<string>((r) => (done = r));
+    const app = new Hono();
+    app.post("/read", async (c) => {
+      try {
+        return c.text(String((await c.req.arrayBuffer()).byteLength));
+      } catch (error) {
+        done(`${(error as Error).name} ${hygieneContext(c)?.signal.aborted}`);
+        throw error;
+      }
+    });
+    const logged: unknown[] = [];
+    const error = console.error;
+    console.error = (...args: unknown[]) => void logged.push(args);
+    const handle = await serveHere(app.fetch, { bodyLimitBytes: 1_000_000 });
+    try {
+      const { connect } = await import("node:net");
+      const sock = connect(handle.address.port, "127.0.0.1");
+      sock.on("error", () => {});
+      await new Promise<void>((r) => sock.once("connect", () => r()));
+      sock.write("POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" + "x".repeat(1000));
+      await new Promise((r) => setTimeout(r, 100));
+      sock.destroy();
+      assert.equal(await finished, "AbortError true");
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      console.error = error;
+      await handle.shutdown();
+    }
+    assert.deepEqual(logged, []);
+  });
+
   test("hono: under hygiene() a route that follows its signal past the deadline still gets the 408, not the error handler's answer (whose body is cancelled)", async () => {
     // The system clock: the deadline fires in a timer, as in production (no duration asserted).
     let cancelled = false;

@@ -38,6 +38,10 @@ export function _sweepStalled(open: ReadonlySet<Socket>, stallMs: number, log: L
   const every = Math.min(1000, Math.max(10, stallMs / 4));
   const sweep = setInterval(() => {
     const now = performance.now();
+    // One line a sweep however many it closes (a logs review: one a connection let a client
+    // that opened many and stopped reading write as many lines).
+    let closed = 0;
+    let unsent = 0;
     for (const socket of open) {
       const s = socket as Socket & _Sending;
       const pending = socket.writableLength;
@@ -54,10 +58,12 @@ export function _sweepStalled(open: ReadonlySet<Socket>, stallMs: number, log: L
         s[QUEUED] = queued;
         s[SINCE] = now;
       } else if (now - s[SINCE] >= stallMs) {
-        log({ level: "debug", msg: "closed a connection whose client stopped reading", writeStallTimeoutMs: stallMs, unsentBytes: queued });
+        closed++;
+        unsent += queued;
         socket.destroy();
       }
     }
+    if (closed > 0) log({ level: "debug", msg: "closed connections whose clients stopped reading", connections: closed, writeStallTimeoutMs: stallMs, unsentBytes: unsent });
   }, every);
   sweep.unref();
   return () => clearInterval(sweep);

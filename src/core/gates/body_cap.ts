@@ -44,7 +44,7 @@ export function _bodyCapGate(service: number | undefined, routes: readonly Route
         onOverflow: () => (a.overflowed = true),
         onEnd: () => (a.bodyEnded = true),
         onFirstRead: wanted,
-        onSourceError: () => (a.bodyFailed = true),
+        onSourceError: (error) => a.bodyBroke(error),
         bindFail: (fail) => (a.failBody = fail),
       });
       try {

@@ -13,9 +13,37 @@ export interface LogRecord {
 /** Where the core writes the few lines it has to say (failed signal installs, failing cleanups). */
 export type Logger = (record: LogRecord) => void;
 
+/**
+ * A JSON replacer for log records: an error as its name, message and cause (no stack: a line a
+ * record), a BigInt as its digits, an object met again as "[circular]". JSON.stringify threw on
+ * the last two, and the line was lost (a logs review: a handler throwing a circular object got
+ * its 500 and no log line).
+ */
+function _replacer(): (key: string, value: unknown) => unknown {
+  const seen = new WeakSet<object>();
+  return (_key, value) => {
+    if (typeof value === "bigint") return value.toString();
+    if (value === null || typeof value !== "object") return value;
+    if (seen.has(value)) return "[circular]";
+    seen.add(value);
+    if (!(value instanceof Error)) return value;
+    const shown: Record<string, unknown> = { name: value.name, message: value.message };
+    const cause = (value as { cause?: unknown }).cause;
+    // fetch's "fetch failed" says why only in its cause (ECONNREFUSED).
+    if (cause !== undefined) shown.cause = cause;
+    return shown;
+  };
+}
+
 /** The default logger: one JSON line per record on the console. */
 export const consoleLogger: Logger = (record) => {
-  const line = JSON.stringify(record, (_k, v) => (v instanceof Error ? { name: v.name, message: v.message } : v));
+  let line: string;
+  try {
+    line = JSON.stringify(record, _replacer());
+  } catch {
+    // A getter that throws, a toJSON that does: the line still says what happened.
+    line = JSON.stringify({ level: record.level, msg: record.msg, unserializable: true });
+  }
   if (record.level === "error" || record.level === "warn") console.error(line);
   else console.log(line);
 };

@@ -262,6 +262,19 @@ export class _Admission {
     else client.addEventListener("abort", () => this.abandon(_clientGone(client.reason)), { once: true });
   }
 
+  /**
+   * Its body's read failed (the connection broke mid-body: the client left): the request is
+   * abandoned as when the client leaves, and the read fails with that reason — the guard's,
+   * which a framework's error handler answers quietly (Hono: `getResponse()`), where the
+   * runtime's own error (node's `aborted`, Deno's `BadResource`, Bun's) printed a stack a
+   * request any client could cause (a logs review).
+   */
+  bodyBroke(error: unknown): unknown {
+    this.bodyFailed = true;
+    this.abandon(_clientGone(error));
+    return this.abandonedBy ?? _clientGone(error);
+  }
+
   /** The request is given up before its handler settled: fire the signal and the cleanups, once. */
   abandon(reason: unknown): void {
     if (this.settled || this.abandonedBy !== undefined) return;

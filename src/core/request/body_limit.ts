@@ -66,8 +66,11 @@ export interface LimitBodyOptions {
   onEnd?: () => void;
   /** Told once, when the body is first read and the declared length is within the cap. */
   onFirstRead?: () => void;
-  /** Told when reading the source body failed (the connection broke: the client left mid-body). */
-  onSourceError?: (error: unknown) => void;
+  /**
+   * Told when reading the source body failed (the connection broke: the client left mid-body);
+   * what it returns, if anything, is the reason the read fails with instead of the runtime's.
+   */
+  onSourceError?: (error: unknown) => unknown;
   /**
    * Receives a function that fails the stream with a reason (the request was abandoned: a
    * deadline, a forced drain): a pending read rejects at once and the source is cancelled,
@@ -128,8 +131,7 @@ export function limitBody(body: ReadableStream<Uint8Array>, options: LimitBodyOp
         try {
           next = await reader.read();
         } catch (error) {
-          if (!failed) options.onSourceError?.(error);
-          throw error;
+          throw (failed ? undefined : options.onSourceError?.(error)) ?? error;
         }
         const { done, value } = next;
         if (failed) return; // failed while the read was pending: the consumer already knows
