@@ -2,6 +2,8 @@
 // no timer left running at module scope (the deadline wheel runs only while a request is in
 // flight, and the load monitor and memory ceiling are off without a Host).
 //   export default { fetch } — Deno Deploy, Bun, Cloudflare-style runtimes, or any fetch router.
+// The platform owns the server and its stop: there is no drain here (drainTimeoutMs only
+// bounds the request timeout); README: "Other entry points".
 import { createGuard } from "../src/mod.ts";
 
 const guard = createGuard({

@@ -14,6 +14,7 @@ import { _createLongLived } from "./request/_long_lived.ts";
 import { _handlerRun } from "./request/handler_run.ts";
 import { _durationMs, _options } from "./_validate.ts";
 import { _refusalHeaders } from "./request/refusal_headers.ts";
+import { _servedInfo } from "./host/peer_address.ts";
 import {
   _GATES,
   type Gate,
@@ -220,7 +221,8 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     return (request: Request, info?: ServeInfo): Promise<Response> => {
       let res;
       try {
-        res = fetch(request, info);
+        // The runtime's own second argument (deno serve's info, Bun's server) gives the peer.
+        res = fetch(request, _servedInfo(info, request));
       } catch (error) {
         return Promise.reject(error); // a promise-returning function fails by rejecting
       }

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { _ClientLeft, type _PeerSocket, _socketPeer, type AbortSignalLike, type GuardedInfo, type PeerAddress, type RequestContext } from "../core/mod.ts";
+import { _ClientLeft, _envPeer, type AbortSignalLike, type GuardedInfo, type PeerAddress, type RequestContext } from "../core/mod.ts";
 
 /**
  * Where the app-level middleware keeps the request's context on Hono's Context: a symbol
@@ -30,19 +30,7 @@ export function hygieneContext(c: Context): RequestContext | undefined {
  * or @hono/node-server (`c.env.incoming.socket`). Reads the env's shape; never the runtime.
  */
 export function peerOf(c: Context): PeerAddress | undefined {
-  const env = c.env as Record<string, unknown> | undefined;
-  if (env === null || typeof env !== "object") return undefined;
-  const peer = env.peer as PeerAddress | undefined;
-  if (peer?.address !== undefined) return peer;
-  const requestIP = env.requestIP as ((r: Request) => PeerAddress | null) | undefined;
-  if (typeof requestIP === "function") {
-    // Bun's SocketAddress ({ address, family, port }) is a PeerAddress as it is: no copy a request.
-    return requestIP.call(env, c.req.raw) ?? undefined;
-  }
-  const remote = env.remoteAddr as { hostname?: string; port?: number } | undefined;
-  if (typeof remote?.hostname === "string") return { address: remote.hostname, port: remote.port };
-  const socket = (env.incoming as { socket?: _PeerSocket | null } | undefined)?.socket;
-  return socket === undefined || socket === null ? undefined : _socketPeer(socket);
+  return _envPeer(c.env, c.req.raw);
 }
 
 /**

@@ -58,3 +58,45 @@ export function _socketPeer(socket: _PeerSocket): PeerAddress | undefined {
   _peers.set(socket, peer);
   return peer;
 }
+
+/**
+ * The transport peer of a request, read from what the server that runs it hands over beside it
+ * (a fetch handler's second argument, Hono's `c.env`): serve-hygiene's adapters (`peer`), a
+ * Bun server (`requestIP(request)`), Deno's handler info (`remoteAddr`), @hono/node-server
+ * (`incoming.socket`). Reads the shape, never the runtime; undefined when none is there.
+ * Internal.
+ */
+export function _envPeer(env: unknown, request: Request): PeerAddress | undefined {
+  if (env === null || typeof env !== "object") return undefined;
+  const e = env as Record<string, unknown>;
+  const peer = e.peer as PeerAddress | undefined;
+  if (peer?.address !== undefined) return peer;
+  const requestIP = e.requestIP as ((r: Request) => PeerAddress | null) | undefined;
+  if (typeof requestIP === "function") {
+    // Bun's SocketAddress ({ address, family, port }) is a PeerAddress as it is: no copy a request.
+    return requestIP.call(env, request) ?? undefined;
+  }
+  const remote = e.remoteAddr as { hostname?: string; port?: number } | undefined;
+  if (typeof remote?.hostname === "string") return { address: remote.hostname, port: remote.port };
+  const socket = (e.incoming as { socket?: _PeerSocket | null } | undefined)?.socket;
+  return socket === undefined || socket === null ? undefined : _socketPeer(socket);
+}
+
+/**
+ * What a wrapped fetch hands the guard beside its request: the runtime's own argument under
+ * `deno serve` (its info's `remoteAddr`), Bun's `export default { fetch }` (the server's
+ * `requestIP`) or @hono/node-server (`incoming`) becomes an info whose `peer` is read from it
+ * when first asked (Bun's `requestIP` is a system call); anything else — a ServeInfo — is
+ * passed as it is. A review: under those entry points every client's key was "unknown", one
+ * budget for all. Internal.
+ */
+export function _servedInfo<I extends object>(info: I | undefined, request: Request): I | { readonly peer: PeerAddress | undefined } | undefined {
+  if (info === undefined || info === null || typeof info !== "object" || "peer" in info) return info;
+  const e = info as Record<string, unknown>;
+  if (e.remoteAddr === undefined && typeof e.requestIP !== "function" && e.incoming === undefined) return info;
+  return {
+    get peer() {
+      return _envPeer(info, request);
+    },
+  };
+}
