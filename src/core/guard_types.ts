@@ -69,7 +69,7 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
    * `(r) => ({ "access-control-allow-origin": r.headers.get("origin") ?? "*", "access-control-expose-headers": "Retry-After, RateLimit" })`.
    * A refusal's own headers win; a function that throws is reported (fault `refusal-headers`)
    * and the refusal goes out without them. On Node a refusal then builds the full Request
-   * (no head-path answer). @default none
+   * (no head-path answer); the connection cap's 503 (before any request) carries none. @default none
    */
   refusalHeaders?: RefusalHeaders;
   /**
@@ -100,7 +100,12 @@ export interface GuardWork {
 /** The composed request path. */
 export interface Guard {
   readonly config: ResolvedConfig;
-  /** Wraps a handler into a Web fetch handler `(request, info?) => Promise<Response>`. */
+  /**
+   * Wraps a handler into a Web fetch handler `(request, info?) => Promise<Response>`. `info` is
+   * a {@linkcode ServeInfo}, or what the runtime hands a fetch handler beside the request
+   * (`deno serve`'s handler info, Bun's server, @hono/node-server's env): the client's address
+   * is read from it, when a keyed gate or the handler asks.
+   */
   wrap(handler: GuardedHandler): (request: Request, info?: ServeInfo) => Promise<Response>;
   /** Handlers running now (permits held), stragglers included. */
   readonly inFlight: number;

@@ -15,22 +15,26 @@ export type Logger = (record: LogRecord) => void;
 
 /**
  * A JSON replacer for log records: an error as its name, message and cause (no stack: a line a
- * record), a BigInt as its digits, an object met again as "[circular]". JSON.stringify threw on
- * the last two, and the line was lost (a logs review: a handler throwing a circular object got
- * its 500 and no log line).
+ * record), a BigInt as its digits, an object inside itself as "[circular]". JSON.stringify threw
+ * on the last two, and the line was lost (a logs review: a handler throwing a circular object
+ * got its 500 and no log line). Only the path from the record down is checked (`this` is the
+ * object holding `value`), so an object met twice side by side is written twice.
  */
-function _replacer(): (key: string, value: unknown) => unknown {
-  const seen = new WeakSet<object>();
-  return (_key, value) => {
+function _replacer(): (this: unknown, key: string, value: unknown) => unknown {
+  const path: unknown[] = [];
+  return function (this: unknown, _key: string, value: unknown) {
     if (typeof value === "bigint") return value.toString();
     if (value === null || typeof value !== "object") return value;
-    if (seen.has(value)) return "[circular]";
-    seen.add(value);
+    while (path.length > 0 && path[path.length - 1] !== this) path.pop();
+    if (path.includes(value)) return "[circular]";
+    path.push(value);
     if (!(value instanceof Error)) return value;
     const shown: Record<string, unknown> = { name: value.name, message: value.message };
     const cause = (value as { cause?: unknown }).cause;
     // fetch's "fetch failed" says why only in its cause (ECONNREFUSED).
     if (cause !== undefined) shown.cause = cause;
+    // Its fields are read from `shown`: that is the holder below it on the path.
+    path.push(shown);
     return shown;
   };
 }

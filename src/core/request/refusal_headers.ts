@@ -5,6 +5,7 @@
 import type { EventSink } from "../events.ts";
 import { _emit } from "../_emit.ts";
 import { _show } from "../_validate.ts";
+import { _TEXTS } from "./responses.ts";
 
 /**
  * Headers added to every refusal the guard answers (429, 503, 413, 408, a forced drain's 503):
@@ -54,16 +55,20 @@ export function _refusalHeaders(what: string, value: RefusalHeaders | undefined,
       return res;
     }
     for (const [name, v] of res.headers) headers.set(name, v);
-    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+    // Every refusal's body is its status's generic text (denyResponse): given as the string, so
+    // the answer keeps its Content-Length (re-wrapping the body as a stream went out chunked on
+    // Node, a stream read a refusal under a storm: the diff review).
+    return new Response(_TEXTS[res.status] ?? "Error", { status: res.status, statusText: res.statusText, headers });
   };
 }
 
 // The headers an answer the guard put in place does not take from the response it replaces:
 // what is about the representation, caching or the connection.
 export const _NOT_CARRIED: ReadonlySet<string> = new Set([
-  "accept-ranges", "age", "cache-control", "connection", "content-disposition", "content-encoding", "content-language",
-  "content-length", "content-location", "content-range", "content-type", "etag", "expires", "keep-alive", "last-modified",
-  "location", "retry-after", "set-cookie", "trailer", "transfer-encoding", "vary",
+  "accept-ranges", "age", "cache-control", "cdn-cache-control", "connection", "content-digest", "content-disposition",
+  "content-encoding", "content-language", "content-length", "content-location", "content-range", "content-type", "digest",
+  "etag", "expires", "keep-alive", "last-modified", "location", "repr-digest", "retry-after", "set-cookie",
+  "surrogate-control", "trailer", "transfer-encoding", "vary",
 ]);
 
 /**

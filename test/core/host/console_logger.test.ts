@@ -27,6 +27,7 @@ describe(`console logger (${runtime})`, () => {
     circular.self = circular;
     const selfCaused = new Error("again");
     (selfCaused as { cause?: unknown }).cause = selfCaused;
+    const shared = { host: "db", port: 5432 };
     const failed = new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" }) });
     const { err, out } = lines([
       { level: "error", msg: "handler failed", error: circular },
@@ -34,15 +35,18 @@ describe(`console logger (${runtime})`, () => {
       { level: "warn", msg: "upstream", error: failed },
       { level: "info", msg: "big", bytes: 2n ** 70n },
       { level: "info", msg: "plain object error", error: { a: 1 } },
+      { level: "info", msg: "shared", primary: shared, replica: shared, list: [shared, shared] },
     ]);
     assert.equal(err.length, 3);
-    assert.equal(out.length, 2);
+    assert.equal(out.length, 3);
     const parsed = [...err, ...out].map((line) => JSON.parse(line) as Record<string, unknown>);
     assert.deepEqual(parsed[0], { level: "error", msg: "handler failed", error: { name: "Error", message: "loop" } });
     assert.deepEqual(parsed[1], { level: "error", msg: "handler failed", error: { name: "Error", message: "again", cause: "[circular]" } });
     assert.deepEqual(parsed[2], { level: "warn", msg: "upstream", error: { name: "TypeError", message: "fetch failed", cause: { name: "Error", message: "connect ECONNREFUSED 127.0.0.1:1" } } });
     assert.deepEqual(parsed[3], { level: "info", msg: "big", bytes: "1180591620717411303424" });
     assert.deepEqual(parsed[4], { level: "info", msg: "plain object error", error: { a: 1 } });
+    // An object met twice, not inside itself, is written both times.
+    assert.deepEqual(parsed[5], { level: "info", msg: "shared", primary: shared, replica: shared, list: [shared, shared] });
   });
 
   test("console logger: a record that cannot be written at all still gives its level and message", () => {
