@@ -347,6 +347,32 @@ describe(`adapter serve (${runtime})`, () => {
     }
   });
 
+  // A review: Bun hands a request with no Host (HTTP/1.0) a relative URL, and the exempt path
+  // was read from the wrong place — "/abc/api/healthz" skipped the concurrency limit.
+  test(`adapter serve: a request without a Host cannot pass as an exempt path; Bun answers it 400 as node does (${runtime})`, async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const ran: string[] = [];
+    const handle = await serveHere(async (request) => {
+      ran.push(new URL(request.url, "http://x").pathname);
+      if (request.url.endsWith("/hold")) await held;
+      return new Response("ran");
+    }, { concurrencyLimit: 1, shedWaitMs: 0, exempt: ["/healthz"] });
+    try {
+      const holding = fetch(`http://127.0.0.1:${handle.address.port}/hold`);
+      while (!ran.includes("/hold")) await new Promise((r) => setTimeout(r, 5));
+      const res = await rawRequest(handle.address.port, "GET /abc/api/healthz HTTP/1.0\r\n\r\n");
+      assert.notEqual(res.status, 200);
+      if (runtime !== "deno") assert.equal(res.status, 400, "node and Bun: a request without a Host is malformed");
+      assert.deepEqual(ran, ["/hold"], "the spoofed path never ran");
+      release();
+      assert.equal((await holding).status, 200);
+    } finally {
+      release();
+      await handle.shutdown();
+    }
+  });
+
   test(`adapter serve: a controller already shut down is refused, not served on a closed port (${runtime})`, async () => {
     const controller = createShutdownController();
     controller.shutdown("the first server's stop");

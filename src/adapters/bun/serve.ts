@@ -1,4 +1,4 @@
-import { _closing, _safeLogger, fallbackResponse, type GuardedHandler, type Listen, type Logger, peerAddress, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { _closing, _safeLogger, denyResponse, fallbackResponse, type GuardedHandler, type Listen, type Logger, peerAddress, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
 import { _bun } from "./bun_api.ts";
 import { createBunHost, type BunHostOptions } from "./host.ts";
 
@@ -102,6 +102,11 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
       reusePort: reusePort === true,
       maxRequestBodySize: options.maxRequestBodySize ?? _maxRequestBodySize(config),
       fetch(request, srv) {
+        // Bun leaves the URL relative ("/path") for a request with no Host (HTTP/1.0) or an
+        // invalid one: answered 400 + close, as node answers such a request. Handed on, the
+        // exempt paths were read from the wrong place (a review: "/abc/api/healthz" skipped the
+        // process-wide gates as "/healthz"), and `new URL(request.url)` threw in every route.
+        if (request.url.charCodeAt(0) === 47 /* / */) return denyResponse(400, { close: true });
         let answered = fetch(request, new _PeerInfo(srv, request));
         // From the stop signal on, every answer closes its connection (_closing).
         if (stopping?.aborted === true) answered = _closing(answered);

@@ -76,9 +76,9 @@ export function _bodyLimitCeiling(service: number | undefined, routes: readonly 
   return largest === Infinity ? undefined : largest;
 }
 
-/** The pathname of an absolute URL string, without building a URL object. */
+/** The pathname of a URL string (absolute, or relative as Bun may leave it), without building a URL object. */
 function _pathOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const start = url.charCodeAt(0) === 47 /* / */ ? 0 : url.indexOf("/", url.indexOf("//") + 2);
   if (start < 0) return "/";
   let end = url.length;
   for (let i = start; i < url.length; i++) {

@@ -53,8 +53,10 @@ export function _exemptMatcher(option: ExemptOption | undefined, what = "create 
   if (paths.length === 0) return undefined;
   return (request) => {
     const url = request.url;
-    // "http://" is 7 characters and a host at least 1: the path's "/" is at index 8 or later.
-    const start = url.indexOf("/", 8);
+    // "http://" is 7 characters and a host at least 1: the path's "/" is at index 8 or later —
+    // unless the runtime left the URL relative (Bun, for a request with no or an invalid
+    // Host): read from 8 there, "/abc/api/healthz" passed as "/healthz" (a review).
+    const start = url.charCodeAt(0) === 47 /* / */ ? 0 : url.indexOf("/", 8);
     if (start < 0) return false;
     for (const path of paths) {
       const end = start + path.length;
