@@ -24,6 +24,7 @@ import {
   _emit,
   _keyResult,
   _sinkOf,
+  _carried,
 } from "../core/mod.ts";
 import type { Context } from "hono";
 import { _requireContext, hygieneContext, peerOf } from "./context.ts";
@@ -57,10 +58,20 @@ function _routeKey(c: Context, context: RequestContext | undefined, own: boolean
  * A route whose key function failed refuses 429 (fail closed, as the guard's keyed gates do),
  * reporting the fault and the refusal to `sink`.
  */
-function _keyRefused(failure: _KeyFailed, sink: EventSink | undefined, layer: "rate" | "peer", fields: { scope?: string; limiterClass?: string }): Response {
+function _keyRefused(c: Context, failure: _KeyFailed, sink: EventSink | undefined, layer: "rate" | "peer", fields: { scope?: string; limiterClass?: string }): Response {
   if (failure.reported !== true) _emit([sink], { type: "fault", source: "client-key", error: failure.failed, failed: "closed" });
   _emit([sink], { type: "deny", layer, reason: "limiter-error", status: 429, retryAfterMs: KEY_FAILED_RETRY_MS, ...fields });
-  return denyResponse(429, { retryAfterMs: KEY_FAILED_RETRY_MS });
+  return _kept(c, denyResponse(429, { retryAfterMs: KEY_FAILED_RETRY_MS }));
+}
+
+/**
+ * A route's refusal, keeping the headers earlier middleware set with `c.header()` (a request
+ * id, hand-set CORS or security headers) that are about neither the body, caching nor the
+ * connection — as Hono's own middleware's answers keep them (a review: a fresh Response
+ * returned from the chain lost them). `c.newResponse()` holds what was set so far.
+ */
+function _kept(c: Context, res: Response): Response {
+  return _carried(c.newResponse(null), res);
 }
 
 /**
@@ -87,7 +98,7 @@ export const bodyLimit = (bytes: number): MiddlewareHandler => {
     _requireContext(c, "bodyLimit").bodyLimitBytes = bytes;
     // The guard answers 413 (and reports it) once the context knows the length is over.
     const declared = declaredLength(c.req.raw.headers);
-    if (declared.kind === "length" && declared.bytes > bytes) return denyResponse(413, { close: closesOnUnreadBody(declared) });
+    if (declared.kind === "length" && declared.bytes > bytes) return _kept(c, denyResponse(413, { close: closesOnUnreadBody(declared) }));
     await next();
   };
 };
@@ -177,7 +188,7 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
     const context = hygieneContext(c);
     const report = _reporterOf(context);
     const key = _routeKey(c, context, options.key !== undefined, keyOf);
-    if (typeof key !== "string") return _keyRefused(key, report ?? ownSink, "rate", { scope, ...limiterClass });
+    if (typeof key !== "string") return _keyRefused(c, key, report ?? ownSink, "rate", { scope, ...limiterClass });
     // Behind a guard: peek (which reports nothing), then take, and report a refusal through
     // the guard's sinks; the limiter's own sink never sees it, so it is counted once. A shared
     // limiter is taken without its own report (maybe asynchronously) and reported here too.
@@ -203,7 +214,7 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
         scope,
         ...(limiter.name === undefined ? {} : { limiterClass: limiter.name }),
       });
-      return rateLimitedResponse(decision, { rateLimitHeaders: options.headers === true });
+      return _kept(c, rateLimitedResponse(decision, { rateLimitHeaders: options.headers === true }));
     }
     await next();
   };
@@ -244,7 +255,7 @@ export const inFlightCap = (options: InFlightCapOptions = {}): MiddlewareHandler
   return async function inFlightCap(c, next) {
     const context = hygieneContext(c);
     const clientKey = _routeKey(c, context, key !== undefined, keyOf);
-    if (typeof clientKey !== "string") return _keyRefused(clientKey, _reporterOf(context) ?? onEvent, "peer", limiterClass);
+    if (typeof clientKey !== "string") return _keyRefused(c, clientKey, _reporterOf(context) ?? onEvent, "peer", limiterClass);
     // A wait ends with the request: at its deadline or a forced drain too (the context's
     // signal), not only when the client leaves — else a request answered 408 while it waited
     // ran its handler later, or was reported refused a second time at the wait's end.
@@ -259,7 +270,7 @@ export const inFlightCap = (options: InFlightCapOptions = {}): MiddlewareHandler
           // A sink that throws is ignored for that event (EventSink): the client still gets its answer.
         }
       }
-      return denyResponse(slot.status, { retryAfterMs: slot.retryAfterMs });
+      return _kept(c, denyResponse(slot.status, { retryAfterMs: slot.retryAfterMs }));
     }
     try {
       await next();

@@ -673,6 +673,34 @@ describe(`hono middleware (${runtime})`, () => {
     assert.equal(await ok.text(), "acme acme");
   });
 
+  // A review: the route helpers' refusals were fresh Responses, and Hono drops what earlier
+  // middleware set with c.header() (a request id) from a Response returned from the chain;
+  // Hono's own bodyLimit keeps it.
+  test("hono: route refusals (rateLimit, inFlightCap, bodyLimit) keep the headers earlier middleware set with c.header(), not their caching", async () => {
+    const app = new Hono();
+    app.use(hygiene({ loadMonitor: false }));
+    app.use(async (c, next) => {
+      c.header("x-request-id", "abc");
+      c.header("cache-control", "public, max-age=60");
+      await next();
+    });
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    app.get("/rate", rateLimit({ limiter: createFixedWindowLimiter({ limit: 1, windowMs: 60_000 }) }), (c) => c.text("ok"));
+    app.get("/cap", inFlightCap({ perKey: 1 }), async (c) => (await held, c.text("ok")));
+    app.post("/small", bodyLimit(10), async (c) => c.text(await c.req.text()));
+    const env = { incoming: { socket: { remoteAddress: "10.0.0.9", remotePort: 1 } } };
+    const seen = (res: Response) => [res.status, res.headers.get("x-request-id"), res.headers.get("cache-control")];
+    assert.deepEqual(seen(await app.fetch(new Request("http://localhost/rate"), env)), [200, "abc", "public, max-age=60"]);
+    assert.deepEqual(seen(await app.fetch(new Request("http://localhost/rate"), env)), [429, "abc", "no-store"]);
+    const first = app.fetch(new Request("http://localhost/cap"), env);
+    await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(seen(await app.fetch(new Request("http://localhost/cap"), env)), [429, "abc", "no-store"]);
+    release();
+    await first;
+    assert.deepEqual(seen(await app.fetch(new Request("http://localhost/small", { method: "POST", body: "x".repeat(100), headers: { "content-length": "100" } }), env)), [413, "abc", "no-store"]);
+  });
+
   test("hono: bodyLimit without any guard fails loudly instead of silently not capping", async () => {
     const app = new Hono();
     const errors: Error[] = [];
