@@ -103,10 +103,12 @@ export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSec
       maxRequestBodySize: options.maxRequestBodySize ?? _maxRequestBodySize(config),
       fetch(request, srv) {
         // Bun leaves the URL relative ("/path") for a request with no Host (HTTP/1.0) or an
-        // invalid one: answered 400 + close, as node answers such a request. Handed on, the
-        // exempt paths were read from the wrong place (a review: "/abc/api/healthz" skipped the
-        // process-wide gates as "/healthz"), and `new URL(request.url)` threw in every route.
-        if (request.url.charCodeAt(0) === 47 /* / */) return denyResponse(400, { close: true });
+        // invalid one, and gives a CONNECT its authority-form ("host:443/path"): answered
+        // 400 + close, as node answers (or closes) such requests. Handed on, the exempt paths
+        // were read from the wrong place (reviews: "/abc/api/healthz" and "a:1/u/users/healthz"
+        // skipped the process-wide gates as "/healthz"), `new URL(request.url)` threw in every
+        // route, and a handler's 2xx to a CONNECT would tell the client a tunnel is open.
+        if (!request.url.startsWith("http")) return denyResponse(400, { close: true });
         let answered = fetch(request, new _PeerInfo(srv, request));
         // From the stop signal on, every answer closes its connection (_closing).
         if (stopping?.aborted === true) answered = _closing(answered);

@@ -78,7 +78,8 @@ export function _bodyLimitCeiling(service: number | undefined, routes: readonly 
 
 /** The pathname of a URL string (absolute, or relative as Bun may leave it), without building a URL object. */
 function _pathOf(url: string): string {
-  const start = url.charCodeAt(0) === 47 /* / */ ? 0 : url.indexOf("/", url.indexOf("//") + 2);
+  // A URL neither absolute nor a path (a CONNECT's "host:443/path") matches no route: "/".
+  const start = url.charCodeAt(0) === 47 /* / */ ? 0 : url.startsWith("http") ? url.indexOf("/", url.indexOf("//") + 2) : -1;
   if (start < 0) return "/";
   let end = url.length;
   for (let i = start; i < url.length; i++) {

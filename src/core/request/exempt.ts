@@ -56,7 +56,8 @@ export function _exemptMatcher(option: ExemptOption | undefined, what = "create 
     // "http://" is 7 characters and a host at least 1: the path's "/" is at index 8 or later —
     // unless the runtime left the URL relative (Bun, for a request with no or an invalid
     // Host): read from 8 there, "/abc/api/healthz" passed as "/healthz" (a review).
-    const start = url.charCodeAt(0) === 47 /* / */ ? 0 : url.indexOf("/", 8);
+    // A URL neither absolute nor a path (a CONNECT's "host:443/path") is no exempt path.
+    const start = url.charCodeAt(0) === 47 /* / */ ? 0 : url.startsWith("http") ? url.indexOf("/", 8) : -1;
     if (start < 0) return false;
     for (const path of paths) {
       const end = start + path.length;

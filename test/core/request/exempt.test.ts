@@ -32,10 +32,14 @@ describe("guard: exempt paths", () => {
     assert.equal(at("/healthz?x=1"), true);
     assert.equal(at("http://localhost:8000/abc/api/healthz"), false);
     assert.equal(at("http://localhost:8000/healthz"), true);
+    // A CONNECT's authority-form (Bun hands it over so) is no path at all.
+    assert.equal(at("example.com:443/healthz"), false);
+    assert.equal(at("a:1/u/healthz"), false);
     // A route cap is found for the same path the app routes on.
     const routes = [{ path: "/upload", bytes: 16 }];
     assert.equal(_capFor({ url: "/a/upload", method: "POST" } as Request, 1000, routes), 1000);
     assert.equal(_capFor({ url: "/upload", method: "POST" } as Request, 1000, routes), 16);
+    assert.equal(_capFor({ url: "a:1/u/upload", method: "POST" } as Request, 1000, routes), 1000);
   });
 
   test("exempt: with the memory ceiling tripped, probe and metrics paths are answered; every other path gets 503", async () => {
