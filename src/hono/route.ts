@@ -25,6 +25,7 @@ import {
   _keyResult,
   _sinkOf,
   _carried,
+  _NOT_CARRIED,
 } from "../core/mod.ts";
 import type { Context } from "hono";
 import { _requireContext, hygieneContext, peerOf } from "./context.ts";
@@ -71,7 +72,12 @@ function _keyRefused(c: Context, failure: _KeyFailed, sink: EventSink | undefine
  * returned from the chain lost them). `c.newResponse()` holds what was set so far.
  */
 function _kept(c: Context, res: Response): Response {
-  return _carried(c.newResponse(null), res);
+  const kept = _carried(c.newResponse(null), res);
+  // Hono's compose puts the refusal in as `c.res`, and its setter copies over it every header of
+  // a `c.res` made before (cors() makes one): the ones a refusal must not take are removed
+  // first (a review: a 429 took an earlier Cache-Control: public and a session cookie).
+  for (const name of _NOT_CARRIED) if (name !== "content-type") c.header(name, undefined);
+  return kept;
 }
 
 /**

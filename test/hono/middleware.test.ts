@@ -676,12 +676,20 @@ describe(`hono middleware (${runtime})`, () => {
   // A review: the route helpers' refusals were fresh Responses, and Hono drops what earlier
   // middleware set with c.header() (a request id) from a Response returned from the chain;
   // Hono's own bodyLimit keeps it.
-  test("hono: route refusals (rateLimit, inFlightCap, bodyLimit) keep the headers earlier middleware set with c.header(), not their caching", async () => {
+  for (const made of [false, true]) test(`hono: route refusals (rateLimit, inFlightCap, bodyLimit) keep the headers earlier middleware set${made ? " on c.res (as cors() does)" : " with c.header()"}, not their caching or cookies`, async () => {
     const app = new Hono();
     app.use(hygiene({ loadMonitor: false }));
     app.use(async (c, next) => {
-      c.header("x-request-id", "abc");
-      c.header("cache-control", "public, max-age=60");
+      if (made) {
+        // Made c.res before the route: Hono's setter then copies its headers over what the route returns.
+        c.res.headers.set("x-request-id", "abc");
+        c.res.headers.set("cache-control", "public, max-age=60");
+        c.res.headers.append("set-cookie", "session=secret; Path=/");
+      } else {
+        c.header("x-request-id", "abc");
+        c.header("cache-control", "public, max-age=60");
+        c.header("set-cookie", "session=secret; Path=/");
+      }
       await next();
     });
     let release!: () => void;
@@ -690,15 +698,15 @@ describe(`hono middleware (${runtime})`, () => {
     app.get("/cap", inFlightCap({ perKey: 1 }), async (c) => (await held, c.text("ok")));
     app.post("/small", bodyLimit(10), async (c) => c.text(await c.req.text()));
     const env = { incoming: { socket: { remoteAddress: "10.0.0.9", remotePort: 1 } } };
-    const seen = (res: Response) => [res.status, res.headers.get("x-request-id"), res.headers.get("cache-control")];
-    assert.deepEqual(seen(await app.fetch(new Request("http://localhost/rate"), env)), [200, "abc", "public, max-age=60"]);
-    assert.deepEqual(seen(await app.fetch(new Request("http://localhost/rate"), env)), [429, "abc", "no-store"]);
+    const seen = (res: Response) => [res.status, res.headers.get("x-request-id"), res.headers.get("cache-control"), res.status === 200 ? "-" : res.headers.get("set-cookie")];
+    assert.deepEqual(seen(await app.fetch(new Request("http://localhost/rate"), env)), [200, "abc", "public, max-age=60", "-"]);
+    assert.deepEqual(seen(await app.fetch(new Request("http://localhost/rate"), env)), [429, "abc", "no-store", null]);
     const first = app.fetch(new Request("http://localhost/cap"), env);
     await new Promise((r) => setTimeout(r, 10));
-    assert.deepEqual(seen(await app.fetch(new Request("http://localhost/cap"), env)), [429, "abc", "no-store"]);
+    assert.deepEqual(seen(await app.fetch(new Request("http://localhost/cap"), env)), [429, "abc", "no-store", null]);
     release();
     await first;
-    assert.deepEqual(seen(await app.fetch(new Request("http://localhost/small", { method: "POST", body: "x".repeat(100), headers: { "content-length": "100" } }), env)), [413, "abc", "no-store"]);
+    assert.deepEqual(seen(await app.fetch(new Request("http://localhost/small", { method: "POST", body: "x".repeat(100), headers: { "content-length": "100" } }), env)), [413, "abc", "no-store", null]);
   });
 
   test("hono: bodyLimit without any guard fails loudly instead of silently not capping", async () => {
