@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { _guardedFetch, _NOT_CARRIED, type AbortSignalLike, createGuard, type Guard, type GuardOptions, type Host, type PeerAddress } from "../core/mod.ts";
+import { _carried, _guardedFetch, type AbortSignalLike, createGuard, type Guard, type GuardOptions, type Host, type PeerAddress } from "../core/mod.ts";
 import { _clientGoneOf, _clientLeftOf, CONTEXT_KEY, peerOf, type _WithContext } from "./context.ts";
 
 /** Options of {@linkcode hygiene}: the guard's options. */
@@ -136,14 +136,9 @@ export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddlewar
   const answer = (c: Parameters<MiddlewareHandler>[0], res: Response, early = false) => {
     const prev = c.res;
     if (res === prev) return;
-    let headers: Headers | undefined;
-    for (const [name, value] of prev.headers) {
-      if (_NOT_CARRIED.has(name) || res.headers.has(name)) continue;
-      (headers ??= new Headers(res.headers)).append(name, value);
-    }
     const own = _resOf(c);
     own.set.call(c, undefined);
-    own.set.call(c, headers === undefined ? res : new Response(res.body, { status: res.status, statusText: res.statusText, headers }));
+    own.set.call(c, _carried(prev, res));
     // Held only while the chain may still answer after it: an answer given once the chain
     // settled is the outer middleware's to replace, as any response is (compress(), etag()).
     if (early) _hold(c, own);
