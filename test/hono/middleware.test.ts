@@ -694,15 +694,17 @@ describe(`hono middleware (${runtime})`, () => {
     });
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
+    let entered!: () => void;
+    const inHandler = new Promise<void>((r) => (entered = r));
     app.get("/rate", rateLimit({ limiter: createFixedWindowLimiter({ limit: 1, windowMs: 60_000 }) }), (c) => c.text("ok"));
-    app.get("/cap", inFlightCap({ perKey: 1 }), async (c) => (await held, c.text("ok")));
+    app.get("/cap", inFlightCap({ perKey: 1 }), async (c) => (entered(), await held, c.text("ok")));
     app.post("/small", bodyLimit(10), async (c) => c.text(await c.req.text()));
     const env = { incoming: { socket: { remoteAddress: "10.0.0.9", remotePort: 1 } } };
     const seen = (res: Response) => [res.status, res.headers.get("x-request-id"), res.headers.get("cache-control"), res.status === 200 ? "-" : res.headers.get("set-cookie")];
     assert.deepEqual(seen(await app.fetch(new Request("http://localhost/rate"), env)), [200, "abc", "public, max-age=60", "-"]);
     assert.deepEqual(seen(await app.fetch(new Request("http://localhost/rate"), env)), [429, "abc", "no-store", null]);
     const first = app.fetch(new Request("http://localhost/cap"), env);
-    await new Promise((r) => setTimeout(r, 10));
+    await inHandler; // the first request holds the key's one slot
     assert.deepEqual(seen(await app.fetch(new Request("http://localhost/cap"), env)), [429, "abc", "no-store", null]);
     release();
     await first;

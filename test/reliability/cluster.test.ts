@@ -32,7 +32,10 @@ describe(`reliability (${runtime}): node:cluster`, () => {
       assert.deepEqual(records(child, "workerExit").map((r) => r.workerExit), [0, 0]);
     } finally {
       child.kill();
+      // Only workers not reaped yet: a reaped worker's PID may be another process's by now.
+      const reaped = new Set(records(child, "workerExit").map((r) => r.pid));
       for (const pid of pids) {
+        if (reaped.has(pid)) continue;
         try {
           process.kill(pid, "SIGKILL");
         } catch {

@@ -50,7 +50,8 @@ export function startChild(file: string, env: Record<string, string> = {}, name:
   const waiters: { re: RegExp; resolve: (line: string) => void }[] = [];
   child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
     out += chunk;
-    for (const line of out.split("\n")) {
+    // Whole lines only: the last piece has no newline yet (a line split across chunks).
+    for (const line of out.split("\n").slice(0, -1)) {
       for (const w of waiters.splice(0)) {
         if (w.re.test(line)) w.resolve(line);
         else waiters.push(w);
@@ -72,7 +73,7 @@ export function startChild(file: string, env: Record<string, string> = {}, name:
     stderr: () => err,
     exited,
     waitForLine(re, timeoutMs = 30_000) {
-      const hit = out.split("\n").find((line) => re.test(line));
+      const hit = out.split("\n").slice(0, -1).find((line) => re.test(line));
       if (hit !== undefined) return Promise.resolve(hit);
       return new Promise((resolve, reject) => {
         const timer = setTimeout(
