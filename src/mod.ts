@@ -153,6 +153,7 @@ export {
   BodyTooLargeError,
   FlowQueueFullError,
   HygieneError,
+  type HygieneErrorCode,
   isBodyTooLargeError,
   isFlowQueueFullError,
   isHygieneError,

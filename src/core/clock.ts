@@ -42,14 +42,14 @@ export interface SystemClockOptions {
    * process alive. The default calls `id.unref()` where the id is an object that has one
    * (Node, Bun); the Deno adapter passes its runtime's own timer unref.
    */
-  unref?: (id: unknown) => void;
+  unref?: ((id: unknown) => void) | undefined;
   /**
    * The runtime's way to run a callback in the next event-loop turn, after the I/O pending now
    * (Node's and Bun's `setImmediate`/`clearImmediate`). It becomes the clock's `setImmediate`;
    * without it the clock has none. Leave it out where the runtime's immediates run before
    * pending I/O is polled (Deno, measured): work resumed there would starve the server's I/O.
    */
-  immediate?: { set: (fn: () => void) => unknown; clear: (id: never) => void };
+  immediate?: ({ set: (fn: () => void) => unknown; clear: (id: never) => void }) | undefined;
 }
 
 function _unrefObject(id: unknown): void {

@@ -9,7 +9,7 @@ export interface ServeHygieneConfig {
    * them. `Infinity` means uncapped.
    * @default 4096
    */
-  maxConnections?: number;
+  maxConnections?: number | undefined;
   /**
    * Requests whose handlers may run at once. Left out (or given as the adaptive limiter's
    * options, `{ minLimit, maxLimit, … }`), the limit is found from handler latency
@@ -17,25 +17,25 @@ export interface ServeHygieneConfig {
    * request waits in the bounded admission queue (`shedWaitMs`), then gets 503.
    * @default adaptive
    */
-  concurrencyLimit?: number | AdaptiveLimitOptions;
+  concurrencyLimit?: number | AdaptiveLimitOptions | undefined;
   /**
    * Deadline of one request in milliseconds, answered 408. `Infinity` disables it. Must be
    * strictly below `drainTimeoutMs`, so a request admitted just before a stop signal reaches
    * its own deadline before the drain window ends.
    * @default 20000
    */
-  requestTimeoutMs?: number;
+  requestTimeoutMs?: number | undefined;
   /**
    * Service-wide request body cap in bytes, applied before the handler runs. Undefined means
    * no service-wide cap; `routeBodyLimits` sets particular routes' caps, larger or smaller.
    * @default undefined
    */
-  bodyLimitBytes?: number;
+  bodyLimitBytes?: number | undefined;
   /**
    * Time allowed for in-flight requests to finish after a stop signal, in milliseconds.
    * @default 25000
    */
-  drainTimeoutMs?: number;
+  drainTimeoutMs?: number | undefined;
   /**
    * Body caps of particular routes, larger or smaller than `bodyLimitBytes`, applied before
    * the handler runs (a declared `Content-Length` over the cap is refused 413 whether or not
@@ -43,7 +43,7 @@ export interface ServeHygieneConfig {
    * A route that raises its cap in the handler (Hono's `bodyLimit()`) must declare it here.
    * @default []
    */
-  routeBodyLimits?: readonly RouteBodyLimit[];
+  routeBodyLimits?: readonly RouteBodyLimit[] | undefined;
 }
 
 /** A validated {@linkcode ServeHygieneConfig} with every default applied. */

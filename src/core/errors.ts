@@ -23,9 +23,18 @@ export function isHygieneError(error: unknown): error is HygieneError {
   return typeof error === "object" && error !== null && (error as { [BRAND]?: unknown })[BRAND] === true;
 }
 
-/** A guard for one error code; the building block of every `isXxxError()`. */
-export function _hasCode<E extends HygieneError>(error: unknown, code: string): error is E {
-  return isHygieneError(error) && error.code === code;
+/**
+ * Every code an error of this library carries (a user's own `HygieneError` may carry another).
+ * `ERR_FLOW_QUEUE_FULL` keeps the prefix it shipped with: codes are stable.
+ */
+export type HygieneErrorCode = "RATE_LIMITED" | "PEER_BUSY" | "BODY_TOO_LARGE" | "ERR_FLOW_QUEUE_FULL" | "SERVE_IO" | "SERVE_FLUSH";
+
+/**
+ * A guard for one error code; the building block of every `isXxxError()`. `field`: a number
+ * the class always sets (a base `HygieneError` made with the same code is not one of them).
+ */
+export function _hasCode<E extends HygieneError>(error: unknown, code: HygieneErrorCode, field?: string): error is E {
+  return isHygieneError(error) && error.code === code && (field === undefined || typeof (error as unknown as Record<string, unknown>)[field] === "number");
 }
 
 /**

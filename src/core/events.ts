@@ -25,7 +25,7 @@ export interface DenyEvent {
   /** The HTTP status the client got. */
   readonly status: number;
   /** The Retry-After hint, where one was sent. */
-  readonly retryAfterMs?: number;
+  readonly retryAfterMs?: number | undefined;
   /** For rate limits: the scope that refused first (coarsest), e.g. "global", "tenant". */
   readonly scope?: string;
   /** For rate limits: the limiter's class, e.g. "ip", "auth". */

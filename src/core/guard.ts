@@ -262,7 +262,9 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
         }
       },
       abortAll(reason) {
-        loadGate?.refuseWaiting();
+        // Requests still waiting at a gate (the admission queue, a key's slot, a later turn) are
+        // answered the forced 503 too: a permit coming back later must not start their handlers.
+        for (const gate of gates) gate.refuseWaiting?.();
         for (const a of handlerRun.running()) {
           a.abandon(reason);
           // Where the runtime still waits for this request's answer, it gets one and the

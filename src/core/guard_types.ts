@@ -21,11 +21,11 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
    * (reason "queue-timeout"): the bound on its sojourn. 0: no queue, refused at once ("shed").
    * @default 500
    */
-  shedWaitMs?: number;
+  shedWaitMs?: number | undefined;
   /** Gate 7: the most requests that may wait; past it 503 at once ("queue-full"). @default 1024 */
-  maxWaiting?: number;
+  maxWaiting?: number | undefined;
   /** Gate 7: a queue that has not drained for this long serves newest first (adaptive LIFO), and so does one that cannot drain within it (or within `standingWaitMs`, if shorter) at the adaptive limit's no-queue latency. @default 100 */
-  lifoAfterMs?: number;
+  lifoAfterMs?: number | undefined;
   /**
    * Gate 7: once the queue stands, a free permit does not go to a waiter that has waited
    * longer than this; the permit stays free for the next request and the waiter is held,
@@ -35,14 +35,14 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
    * queueing), and not during the adaptive limit's slow start. At most `shedWaitMs`.
    * @default min(20, shedWaitMs)
    */
-  standingWaitMs?: number;
+  standingWaitMs?: number | undefined;
   /**
    * Gate 2: shed while memory in use is above `ceilingBytes` (RSS, capped at the Host's live
    * memory plus the start-up footprint; see `createMemoryCeiling`). Off unless set, and off
    * without a Host RSS reader. `collect` (default true): collect garbage before deciding,
    * where the Host can.
    */
-  memory?: { ceilingBytes: number; intervalMs?: number; resumeBelowBytes?: number; collect?: boolean };
+  memory?: { ceilingBytes: number; intervalMs?: number | undefined; resumeBelowBytes?: number | undefined; collect?: boolean | undefined } | undefined;
   /**
    * Requests the process-wide gates (draining, memory, load, concurrency) never refuse:
    * exact paths (`["/healthz", "/readyz", "/metrics"]`) or a predicate. Checked first, without
@@ -50,19 +50,19 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
    * hold no permit. Readiness answers 503 by itself while draining or while the memory
    * ceiling sheds.
    */
-  exempt?: ExemptOption;
+  exempt?: ExemptOption | undefined;
   /** Gate 3: the event-loop load monitor. @default on when a Host is given, off without one */
-  loadMonitor?: boolean | LoadMonitorOptions;
+  loadMonitor?: boolean | LoadMonitorOptions | undefined;
   /** Gate 1: once this signal aborts (the shutdown controller's), new requests get 503 + `Connection: close`. */
-  shutdown?: { readonly signal: AbortSignal };
+  shutdown?: { readonly signal: AbortSignal } | undefined;
   /**
    * Once this signal aborts, every request's `context.shutdownSignal` fires (long-lived
    * responses should finish). `serve` passes its controller: it fires at the stop signal,
    * before the pre-stop delay. @default the `shutdown` option
    */
-  stopping?: { readonly signal: AbortSignal };
+  stopping?: { readonly signal: AbortSignal } | undefined;
   /** The audit hook: every refusal, with its layer and reason. */
-  onDeny?: (event: DenyEvent) => void;
+  onDeny?: ((event: DenyEvent) => void) | undefined;
   /**
    * Headers added to every refusal the guard answers (429, 503, 413, 408): a record, or a
    * function of the request returning one — CORS for browser clients, e.g.
@@ -71,18 +71,18 @@ export interface GuardOptions extends ServeHygieneConfig, KeyedGatesOptions {
    * and the refusal goes out without them. On Node a refusal then builds the full Request
    * (no head-path answer); the connection cap's 503 (before any request) carries none. @default none
    */
-  refusalHeaders?: RefusalHeaders;
+  refusalHeaders?: RefusalHeaders | undefined;
   /**
    * A handler's error (the client only ever sees a generic 500). A hook that throws is logged;
    * the answer is still the 500. @default logged
    */
-  onError?: (error: unknown, request: Request) => void;
+  onError?: ((error: unknown, request: Request) => void) | undefined;
   /** The metrics sink: deny, request and fault events. */
-  onEvent?: EventSink;
+  onEvent?: EventSink | undefined;
   /** @default the Host's clock, else systemClock */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** @default the Host's logger, else consoleLogger */
-  log?: Logger;
+  log?: Logger | undefined;
 }
 
 
@@ -106,7 +106,7 @@ export interface Guard {
    * (`deno serve`'s handler info, Bun's server, @hono/node-server's env): the client's address
    * is read from it, when a keyed gate or the handler asks.
    */
-  wrap(handler: GuardedHandler): (request: Request, info?: ServeInfo) => Promise<Response>;
+  wrap(handler: GuardedHandler): (request: Request, info?: ServeInfo | object) => Promise<Response>;
   /** Handlers running now (permits held), stragglers included. */
   readonly inFlight: number;
   /** Requests already answered 408 whose handlers have not settled yet. */

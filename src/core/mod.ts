@@ -8,7 +8,7 @@ export * from "./overload/mod.ts";
 export * from "./request/mod.ts";
 export * from "./clock.ts";
 export * from "./config.ts";
-export { HygieneError, isHygieneError } from "./errors.ts";
+export { HygieneError, type HygieneErrorCode, isHygieneError } from "./errors.ts";
 export * from "./events.ts";
 export * from "./guard.ts";
 export * from "./serve.ts";

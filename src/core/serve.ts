@@ -15,28 +15,28 @@ import { _safeLogger, _settleQuietly } from "./_user_code.ts";
 /** Options of an adapter's `serve(handler, options)`: where to listen, the guard, the lifecycle. */
 export interface ServeOptions extends Omit<GuardOptions, "shutdown" | "stopping"> {
   /** @default 8000 */
-  port?: number;
+  port?: number | undefined;
   /** @default "127.0.0.1" */
-  hostname?: string;
+  hostname?: string | undefined;
   /**
    * The shutdown controller. Default: one listening for the Host's SIGTERM and Ctrl-C. Pass a
    * `manual` one when the embedding host owns its signals.
    */
-  controller?: ShutdownController;
+  controller?: ShutdownController | undefined;
   /** Keep serving (readiness failing) this long after the signal before stopping accepting. @default 0 */
-  preStopDelayMs?: number;
+  preStopDelayMs?: number | undefined;
   /** A platform's fixed grace period, checked at startup against drain + flush margin. */
-  platformGraceMs?: number;
+  platformGraceMs?: number | undefined;
   /**
    * Reserved for the flush hook inside the platform grace, and its bound: a hook still running
    * past it ends the drain with a `flush` ServeError (exit code 4), the outcome still reported.
    * 0: reserved nothing, not bounded. @default 2000
    */
-  flushMarginMs?: number;
+  flushMarginMs?: number | undefined;
   /** Runs last after the drain, on both outcomes (flush logs, metrics). */
-  onDrained?: () => unknown;
+  onDrained?: (() => unknown) | undefined;
   /** Called once listening, with the bound address. */
-  onListen?: (address: ServerAddress) => void;
+  onListen?: ((address: ServerAddress) => void) | undefined;
   /**
    * End the process after the drain with the outcome's exit code (clean 0, io 1, forced 3,
    * flush 4), whatever still holds it (a straggler's own timers). Without it, a non-zero
@@ -44,7 +44,7 @@ export interface ServeOptions extends Omit<GuardOptions, "shutdown" | "stopping"
    * with it once nothing holds it any more.
    * @default false
    */
-  exitOnDrained?: boolean;
+  exitOnDrained?: boolean | undefined;
 }
 
 /** What `serve` returns. */
@@ -70,9 +70,9 @@ export interface ListenSettings {
   /** Gate 0, for adapters that see connections: report opens, requests and closes to it. */
   readonly connections: ConnectionGate;
   /** Aborted at the stop signal (before a pre-stop delay, not after it as `stopAccepting` is). */
-  readonly stopping?: AbortSignal;
+  readonly stopping?: AbortSignal | undefined;
   /** Several processes listen on one port (given only to a binding that `takesReusePort`). */
-  readonly reusePort?: boolean;
+  readonly reusePort?: boolean | undefined;
 }
 
 /**

@@ -10,9 +10,9 @@ export interface ShedLoggerOptions {
   /** Where the lines go. */
   log: Logger;
   /** The interval within which only the first refusal of each kind is logged line by line. @default 10000 */
-  intervalMs?: number;
+  intervalMs?: number | undefined;
   /** Read once per refusal; no timer is ever scheduled. @default systemClock */
-  clock?: Clock;
+  clock?: Clock | undefined;
 }
 
 /** An event sink that logs refusals without turning a shed storm into a log storm. */

@@ -154,11 +154,11 @@ export interface RateLimitOptions {
    * The client key: this function, or these options' key of the peer. @default the guard's
    * (its `clientKey`: behind a trusted proxy, the forwarded client), else the peer's address
    */
-  key?: ClientKeyOptions | ClientKeyFunction;
+  key?: ClientKeyOptions | ClientKeyFunction | undefined;
   /** Adds the IETF RateLimit fields to 429s. @default false */
-  headers?: boolean;
+  headers?: boolean | undefined;
   /** The scope a refusal is reported under (`serve_hygiene_rate_limit_denials_total{scope}`). @default "route" */
-  scope?: string;
+  scope?: string | undefined;
 }
 
 /**
@@ -232,7 +232,7 @@ export interface InFlightCapOptions extends InFlightLimiterOptions {
    * The client key: this function, or these options' key of the peer. @default the guard's
    * (its `clientKey`: behind a trusted proxy, the forwarded client), else the peer's address
    */
-  key?: ClientKeyOptions | ClientKeyFunction;
+  key?: ClientKeyOptions | ClientKeyFunction | undefined;
 }
 
 /**

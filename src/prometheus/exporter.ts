@@ -6,13 +6,13 @@ import { _capped } from "./_labels.ts";
 /** Options of {@linkcode createPrometheusExporter}. */
 export interface PrometheusExporterOptions {
   /** Where the families are registered; pass the host's own to serve one page. @default a new Registry */
-  registry?: Registry;
+  registry?: Registry | undefined;
   /** Prepended to every family name; empty, or a metric-name start without colons. @default "serve_hygiene_" */
-  prefix?: string;
+  prefix?: string | undefined;
   /** Also register prom-client's process metrics (unprefixed `process_*`, `nodejs_*`). @default false */
-  defaultMetrics?: boolean;
+  defaultMetrics?: boolean | undefined;
   /** Upper bounds of the request-duration buckets, in seconds, increasing. @default [0.005 … 10, 20, 30] */
-  durationBuckets?: readonly number[];
+  durationBuckets?: readonly number[] | undefined;
 }
 
 /** What the exporter reads from a guard at scrape time; a {@linkcode Guard} fits. */

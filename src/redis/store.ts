@@ -25,7 +25,7 @@ export interface RedisStoreOptions extends RateStoreOptions {
    * hash tag in it (`"{hygiene}:"`) to keep every key of a scoped call in one cluster slot.
    * @default "hygiene:"
    */
-  prefix?: string;
+  prefix?: string | undefined;
 }
 
 const what = "create redis store";

@@ -6,7 +6,7 @@ import { createShutdownController } from "../../src/core/lifecycle/shutdown_cont
 import type { ServeHandle } from "../../src/core/mod.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { runtime } from "../support/runtime.ts";
-import { openSock, rawRequest, within } from "../support/reliability.ts";
+import { delay, openSock, rawRequest, within } from "../support/reliability.ts";
 
 describe(`adapter serve (${runtime})`, () => {
   test(`adapter serve: answers over real HTTP on port 0, reports the peer, drains clean on a manual shutdown (${runtime})`, async () => {
@@ -163,6 +163,85 @@ describe(`adapter serve (${runtime})`, () => {
     }
     assert.match(text, /data: bye/);
     assert.equal((await outcome).outcome, "clean");
+  });
+
+  test(`adapter serve: an upload in progress when a graceful drain starts is read to its end and answered; the drain is clean (Deno's shutdown fails a body read: the stop waits for it) (${runtime})`, async () => {
+    const seen: string[] = [];
+    const logs: string[] = [];
+    let entered!: () => void;
+    const inHandler = new Promise<void>((r) => (entered = r));
+    const handle = await serveHere(async (req) => {
+      entered();
+      try {
+        const text = await req.text();
+        seen.push(`read ${text.length}`);
+        return new Response(`got ${text.length}`);
+      } catch (error) {
+        seen.push(`failed ${(error as Error).name}`);
+        throw error;
+      }
+    }, { drainTimeoutMs: 10_000, requestTimeoutMs: 5_000, log: (record) => void logs.push(String(record.msg)) });
+    const sock = await openSock(handle.address.port);
+    try {
+      sock.write("POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n" + "x".repeat(10));
+      await within(inHandler, "the handler started");
+      const drained = handle.shutdown("deploy");
+      await within((async () => {
+        while (!logs.includes("draining")) await delay(5);
+      })(), "the drain started");
+      await delay(100);
+      assert.deepEqual(seen, [], "the body read is still waiting for the rest");
+      sock.write("y".repeat(10));
+      const res = await sock.response();
+      assert.equal(res.status, 200);
+      assert.equal(res.body, "got 20");
+      assert.equal((await drained).outcome, "clean");
+      assert.deepEqual(seen, ["read 20"]);
+    } finally {
+      sock.destroy();
+      await handle.shutdown();
+    }
+  });
+
+  test(`adapter serve: a forced drain answers a request waiting in the admission queue 503 + close, and its handler never runs — not when the held permit comes back after the drain either (${runtime})`, async () => {
+    const ran: string[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const handle = await serveHere(async (req) => {
+      const path = new URL(req.url).pathname;
+      ran.push(path);
+      if (path === "/hold") await held; // ignores its signal
+      return new Response(`ok ${path}`);
+    }, { concurrencyLimit: 1, shedWaitMs: 60_000, drainTimeoutMs: 300, requestTimeoutMs: Infinity, loadMonitor: false });
+    const base = `http://127.0.0.1:${handle.address.port}`;
+    try {
+      const holder = fetch(`${base}/hold`).then((r) => r.status, () => "cut");
+      await within((async () => {
+        while (handle.guard.inFlight < 1) await new Promise((r) => setTimeout(r, 5));
+      })(), "the holder admitted");
+      const waiter = fetch(`${base}/waiter`).then(async (r) => [r.status, r.headers.get("connection"), await r.text()], (e: unknown) => ["cut", String(e)]);
+      await within((async () => {
+        while (handle.guard.concurrency.waiting < 1) await new Promise((r) => setTimeout(r, 5));
+      })(), "the waiter queued");
+      const outcome = await handle.shutdown("test over");
+      const deno = (globalThis as { Deno?: { exitCode: number } }).Deno;
+      if (deno !== undefined) deno.exitCode = 0;
+      else process.exitCode = 0;
+      assert.equal(outcome.outcome, "forced");
+      assert.deepEqual(await waiter, [503, "close", "Service Unavailable"]);
+      assert.equal(handle.guard.concurrency.waiting, 0);
+      assert.equal(await holder, 503);
+      // The straggler settles after the drain: its permit comes back to nobody.
+      release();
+      await within((async () => {
+        while (handle.guard.inFlight > 0) await new Promise((r) => setTimeout(r, 5));
+      })(), "the straggler's permit back");
+      await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual(ran, ["/hold"]);
+    } finally {
+      release();
+      await handle.shutdown();
+    }
   });
 
   test(`adapter serve: a long-lived stream's context.signal fires when its client leaves after the handler returned, and a forced drain counts the streams still open (${runtime})`, async () => {

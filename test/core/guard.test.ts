@@ -892,6 +892,47 @@ describe("guard: shutdown and forced drain", () => {
     assert.equal(cancelled, true, "nobody reads the late body: it is cancelled");
   });
 
+  test("guard: a forced drain answers requests waiting in the admission queue and for their key's slot 503 + Connection: close at once; a permit or slot coming back later starts none of their handlers", async () => {
+    const { guard, denials } = setup({
+      requestTimeoutMs: Infinity,
+      concurrencyLimit: 1,
+      shedWaitMs: 60_000,
+      loadMonitor: false,
+      inFlightPerKey: { perKey: 1, shedWaitMs: 60_000 },
+      clientKey: (r) => r.headers.get("x-key") ?? "none",
+    });
+    const late = deferred<Response>();
+    const ran: string[] = [];
+    const fetch = guard.wrap((request) => {
+      const id = new URL(request.url).pathname;
+      ran.push(id);
+      return id === "/hold" ? late.promise : new Response("ok");
+    });
+    const keyed = (path: string, key: string) => new Request(`http://localhost${path}`, { headers: { "x-key": key } });
+    const held = fetch(keyed("/hold", "a"));
+    await flushMicrotasks();
+    // One waits for the permit (another key), one for key a's slot, which the holder has.
+    const queued = fetch(keyed("/queued", "b"));
+    const sameKey = fetch(keyed("/same-key", "a"));
+    await flushMicrotasks();
+    assert.equal(guard.concurrency.waiting, 1);
+    assert.equal(guard.inFlightPerKey!.waiting, 1);
+    guard.work.abortAll(new DOMException("drain over", "AbortError"));
+    for (const res of [await held, await queued, await sameKey]) {
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get("connection"), "close");
+    }
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason]), [["draining", "forced"], ["draining", "forced"], ["draining", "forced"]]);
+    assert.equal(guard.concurrency.waiting, 0, "nobody is left in the admission queue");
+    assert.equal(guard.inFlightPerKey!.waiting, 0, "nobody is left waiting for a key's slot");
+    // The straggler settles: its permit and its key's slot come back, and go to no one.
+    late.resolve(new Response("late"));
+    await flushMicrotasks();
+    assert.deepEqual(ran, ["/hold"], "no waiter's handler ran");
+    assert.equal(guard.inFlight, 0);
+    assert.equal(guard.inFlightPerKey!.inFlight("a"), 0);
+  });
+
   test("guard: context.shutdownSignal fires at the stop for running handlers and for bodies still streaming after their handler returned, through one listener on the shared signal", async () => {
     const stop = countedStop();
     const { guard } = setup({ requestTimeoutMs: Infinity, stopping: stop.controller, concurrencyLimit: 64 });

@@ -13,7 +13,7 @@ import { flushMicrotasks } from "../support/flush.ts";
 import { parsePromText, samplesOf, valueOf } from "../support/prom_text.ts";
 import { createTurnClock } from "../support/turn_clock.ts";
 
-const GET = (path = "/", headers?: HeadersInit) => new Request(`http://localhost${path}`, { headers });
+const GET = (path = "/", headers?: HeadersInit) => new Request(`http://localhost${path}`, headers === undefined ? {} : { headers });
 
 function deferred() {
   let resolve!: () => void;

@@ -129,7 +129,7 @@ describe(`reliability (${runtime}): keys and identity`, () => {
     const fetch = guard.wrap((_req, { context }) => new Response(context.key));
     return async (address: string, xff?: string) => {
       const headers = xff === undefined ? undefined : { "x-forwarded-for": xff };
-      const res = await fetch(new Request("http://localhost/", { headers }), { peer: { address } });
+      const res = await fetch(new Request("http://localhost/", headers === undefined ? {} : { headers }), { peer: { address } });
       return `${res.status}:${res.status === 200 ? await res.text() : ""}`;
     };
   };

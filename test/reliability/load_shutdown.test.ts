@@ -24,7 +24,7 @@ const HANDLER_MS = 100;
 const BODY_BYTES = 16 * 1024;
 
 type Outcome =
-  | { kind: "answered"; status: number; body: string; retryAfter?: string; connection?: string }
+  | { kind: "answered"; status: number; body: string; retryAfter?: string | undefined; connection?: string | undefined }
   | { kind: "partial"; got: number; head: string }
   | { kind: "dropped" }
   | { kind: "refused"; code: string };

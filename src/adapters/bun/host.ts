@@ -4,7 +4,7 @@ import { createHost, type Host, type Logger } from "../../core/mod.ts";
 /** Options of {@linkcode createBunHost}. */
 export interface BunHostOptions {
   /** Where install failures are logged. @default consoleLogger */
-  log?: Logger;
+  log?: Logger | undefined;
 }
 
 /**

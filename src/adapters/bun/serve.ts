@@ -9,7 +9,7 @@ export interface BunServeOptions extends ServeOptions, BunHostOptions {
    * Keep it above the largest route cap: the guard enforces the real caps.
    * @default the largest configured cap (bodyLimitBytes or a routeBodyLimits entry) + 1 MiB; 128 MiB when some request has no cap
    */
-  maxRequestBodySize?: number;
+  maxRequestBodySize?: number | undefined;
   /**
    * Bun's idle timer in seconds (1–255): a connection with nothing to do (keep-alive between
    * requests, a request body the guard no longer waits for) is closed after it. Off while the
@@ -18,12 +18,12 @@ export interface BunServeOptions extends ServeOptions, BunHostOptions {
    * of about 4 s: at 4 or less a stream is cut after ~4 s however often it writes.
    * @default 10
    */
-  idleTimeoutSeconds?: number;
+  idleTimeoutSeconds?: number | undefined;
   /**
    * Bun.serve's `reusePort`: several processes listen on one port and Linux spreads the
    * connections among them (each process drains on its own signal). @default false
    */
-  reusePort?: boolean;
+  reusePort?: boolean | undefined;
 }
 
 const BUN_DEFAULT_MAX_BODY = 128 * 1024 * 1024;
@@ -85,7 +85,7 @@ class _PeerInfo {
 }
 
 /** The Bun.serve binding: listens with the guarded fetch and exposes the core's Server. */
-export function listenBun(options: { maxRequestBodySize?: number; idleTimeoutSeconds?: number; log: Logger }): Listen {
+export function listenBun(options: { maxRequestBodySize?: number | undefined; idleTimeoutSeconds?: number | undefined; log: Logger }): Listen {
   const idleTimeout = _idleTimeoutSeconds(options.idleTimeoutSeconds);
   const restore = (srv: { timeout(request: Request, seconds: number): void }, request: Request) => {
     try {

@@ -16,6 +16,8 @@ export const _DROP = new Error("serve-hygiene: dropping the connection after thi
 /** A request body read through a stream that records its pending read. */
 export class _BodyWatch {
   pending: Promise<unknown> | undefined = undefined;
+  /** Called once the body was read to its end, failed or was cancelled (see uploads.ts). */
+  onEnd: (() => void) | undefined = undefined;
 
   /** `request` with its body read through the watch (the same request when it has none). */
   watch(request: Request): Request {
@@ -33,15 +35,21 @@ export class _BodyWatch {
         let next: Awaited<typeof read>;
         try {
           next = await read;
+        } catch (error) {
+          this.#ended();
+          throw error;
         } finally {
           if (this.pending === read) this.pending = undefined;
         }
         if (cancelled) return;
-        if (next.done) controller.close();
-        else controller.enqueue(next.value);
+        if (next.done) {
+          this.#ended();
+          controller.close();
+        } else controller.enqueue(next.value);
       },
       cancel: async (reason) => {
         cancelled = true;
+        this.#ended();
         // Cancelled under a pending read, Deno would keep that read and swallow the failure
         // meant to drop the connection: the read is let finish (the client's next byte).
         await this.pending?.catch(() => {});
@@ -49,6 +57,12 @@ export class _BodyWatch {
       },
     }, { highWaterMark: 0 });
     return new Request(request, { body, duplex: "half" } as RequestInit);
+  }
+
+  #ended(): void {
+    const onEnd = this.onEnd;
+    this.onEnd = undefined;
+    onEnd?.();
   }
 
   /**

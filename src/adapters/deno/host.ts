@@ -3,7 +3,7 @@ import { createHost, type Host, type Logger } from "../../core/mod.ts";
 /** Options of {@linkcode createDenoHost}. */
 export interface DenoHostOptions {
   /** Where install failures are logged. @default consoleLogger */
-  log?: Logger;
+  log?: Logger | undefined;
 }
 
 /**

@@ -16,6 +16,7 @@ import {
   _safeLogger,
 } from "../../core/mod.ts";
 import { _BodyWatch, _DROP } from "./drop.ts";
+import { _Uploads } from "./uploads.ts";
 import { createDenoHost, type DenoHostOptions } from "./host.ts";
 import { _watchLegacyAbort } from "./legacy_abort.ts";
 
@@ -30,7 +31,7 @@ export interface DenoServeOptions extends ServeOptions, DenoHostOptions {
    * reads a refused upload's rest to its end too, however long it is.
    * @default true
    */
-  dropUnreadBody?: boolean;
+  dropUnreadBody?: boolean | undefined;
 }
 
 // Deno.serve reads a request body the handler left unread to its end before it closes the
@@ -78,9 +79,10 @@ class _PeerInfo {
 }
 
 /** The Deno.serve binding: listens with the guarded fetch and exposes the core's Server. */
-export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): Listen {
+export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | undefined }): Listen {
   const drop = options.dropUnreadBody !== false;
   return (fetch, { port, hostname, stopping }) => {
+    const uploads = new _Uploads();
     const server = Deno.serve({
       port,
       hostname,
@@ -89,6 +91,7 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): 
         _watchLegacyAbort(request, info, options.log);
         // A body is read through a watch, so a response the core marked can end the connection.
         const watch = request.body === null ? undefined : new _BodyWatch();
+        if (watch !== undefined) uploads.add(watch, info.completed);
         let answered = fetch(watch?.watch(request) ?? request, new _PeerInfo(info, watch === undefined));
         // From the stop signal on, every answer says the connection closes (_closing). Deno
         // itself keeps the connection open after it: the client (a proxy's pool) closes it.
@@ -107,12 +110,17 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean }): 
     const addr = server.addr;
     return {
       address: { hostname: addr.hostname, port: addr.port },
-      // Refuses new connections, closes idle keep-alive, settles when in-flight is done.
-      stopAccepting: () => server.shutdown(),
+      // Refuses new connections, closes idle keep-alive, settles when in-flight is done — once
+      // the uploads in progress have been read (Deno's shutdown fails their reads: uploads.ts).
+      stopAccepting: async () => {
+        await uploads.ended();
+        await server.shutdown();
+      },
       // Deno cannot escalate a started shutdown (aborting its signal then crashes the
       // process). The forced drain rests on the core: every in-flight request's signal has
-      // fired (abortAll) before this is called, and the process exits after the flush.
-      closeAll: () => {},
+      // fired (abortAll) before this is called, and the process exits after the flush. An
+      // upload the stop still waited for waits no more.
+      closeAll: () => uploads.cut(),
       closed: server.finished,
     };
   };

@@ -30,7 +30,7 @@ const _processSignals = {
 /** Options of {@linkcode createNodeHost}. */
 export interface NodeHostOptions {
   /** Where install failures are logged. @default consoleLogger */
-  log?: Logger;
+  log?: Logger | undefined;
 }
 
 /**

@@ -5,9 +5,9 @@ import { listenNode } from "./server.ts";
 /** Options of the node adapter's {@linkcode serve}. */
 export interface NodeServeOptions extends ServeOptions, NodeHostOptions {
   /** Headers must arrive within this; node answers 408 otherwise. @default min(10000, requestTimeoutMs) */
-  headersTimeoutMs?: number;
+  headersTimeoutMs?: number | undefined;
   /** Idle keep-alive sockets close after this (node adds 1 s; at most 2^31 - 1001 ms are used). @default 5000 */
-  keepAliveTimeoutMs?: number;
+  keepAliveTimeoutMs?: number | undefined;
   /**
    * A connection whose response has bytes waiting to be sent, and that has sent none of them
    * for this long (a client that stopped reading), is closed, so it cannot hold the connection
@@ -17,7 +17,7 @@ export interface NodeServeOptions extends ServeOptions, NodeHostOptions {
    * answer) — as nginx's `send_timeout` (60 s), with the same grain. Bun's idle timeout does
    * the like there (10 s); Deno has no connection cap. `Infinity`: never. @default 60000
    */
-  writeStallTimeoutMs?: number;
+  writeStallTimeoutMs?: number | undefined;
 }
 
 /**

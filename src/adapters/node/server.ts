@@ -26,11 +26,11 @@ export interface NodeListenOptions {
    * Headers must arrive within this (slowloris is cut with 408 by node itself).
    * @default min(10000, requestTimeoutMs)
    */
-  headersTimeoutMs?: number;
+  headersTimeoutMs?: number | undefined;
   /** Idle keep-alive sockets close after this. @default 5000 */
-  keepAliveTimeoutMs?: number;
+  keepAliveTimeoutMs?: number | undefined;
   /** See {@linkcode NodeServeOptions.writeStallTimeoutMs}. @default 60000 */
-  writeStallTimeoutMs?: number;
+  writeStallTimeoutMs?: number | undefined;
   log: Logger;
 }
 
@@ -51,7 +51,7 @@ type _Gated = Socket & { [SLOT]?: ConnectionSlot | null; [RESPONSE]?: ServerResp
 
 /** Whether a response's connection closes after it (draining, or a body left unread). */
 const CLOSING = Symbol("serve-hygiene closing");
-type _Tracked = ServerResponse & { [SLOT]?: ConnectionSlot; [CLOSING]?: boolean };
+type _Tracked = ServerResponse & { [SLOT]?: ConnectionSlot | undefined; [CLOSING]?: boolean };
 
 /**
  * A response is done: its connection is idle again. Node forgets a request whose body never

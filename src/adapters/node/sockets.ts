@@ -13,7 +13,7 @@ const SINCE = Symbol("serve-hygiene sending stalled since");
 interface _Sending {
   [DONE]?: number;
   [QUEUED]?: number;
-  [SINCE]?: number;
+  [SINCE]?: number | undefined;
   // libuv's bytes not yet taken by the kernel: what node's own socket timeout reads to tell a
   // write in progress from a stalled one (one large write stays whole in writableLength).
   _handle?: { writeQueueSize?: number } | null;

@@ -5,7 +5,7 @@
 import type { _ConcurrencyLimit } from "../overload/concurrency_limit.ts";
 import type { Permit, Refusal } from "../overload/permit.ts";
 import type { _Admission } from "../request/admission.ts";
-import { type Gate, type GateVerdict, PASS } from "./gate.ts";
+import { _FORCED, type Gate, type GateVerdict, PASS } from "./gate.ts";
 
 /** A waiting request and its verdict's promise: all its wait keeps, besides the queue's waiter. */
 interface _GateWait {
@@ -22,8 +22,10 @@ export function _concurrencyGate(concurrency: _ConcurrencyLimit): Gate {
     }
     return { reason: p.reason, status: 503, retryAfterMs: p.retryAfterMs };
   };
+  // A forced drain refused the waiters (refuseWaiting): their answer is the drain's.
+  let forced = false;
   // The wait's end resolves the verdict itself: no promise chained onto another.
-  const waited = (w: _GateWait, p: Permit | Refusal) => w.resolve(verdict(w.a, p));
+  const waited = (w: _GateWait, p: Permit | Refusal) => w.resolve(forced && !p.ok ? _FORCED : verdict(w.a, p));
   return {
     layer: "concurrency",
     processWide: true,
@@ -37,6 +39,10 @@ export function _concurrencyGate(concurrency: _ConcurrencyLimit): Gate {
         const now = concurrency._acquireFor({ a, resolve }, waited, a.info?.clientLeft ?? a.request.signal, a.startedAt);
         if (now !== undefined) resolve(verdict(a, now));
       });
+    },
+    refuseWaiting() {
+      forced = true;
+      concurrency._refuseWaiting();
     },
   };
 }

@@ -48,6 +48,13 @@ export interface Gate {
    * may call back synchronously (the load gate starts a deferred request inside a later turn).
    */
   admit(admission: _Admission): GateVerdict | PromiseLike<GateVerdict>;
+  /**
+   * A forced drain: every request waiting at this gate is answered now with {@linkcode _FORCED}
+   * (what it holds given back), not left for its wait to end — a permit coming back after the
+   * drain would otherwise start its handler then (Deno), or the runtime's force close cut it
+   * unanswered (Node, Bun). Gates that never wait have none.
+   */
+  refuseWaiting?(): void;
 }
 
 /** Where a guard keeps its gate list, for tests that check the order (not exported from the package). */

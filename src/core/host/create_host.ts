@@ -11,17 +11,17 @@ import { _safeLogger } from "../_user_code.ts";
 /** Options of {@linkcode createHost}: the runtime's primitives. Each one left out is a capability the Host lacks. */
 export interface HostOptions {
   /** Resident set size in bytes. @default none: the Host's `rss()` reads undefined */
-  rss?: () => number | undefined;
+  rss?: (() => number | undefined) | undefined;
   /** Live memory in bytes (heap used + external on V8). @default none: the memory ceiling decides on RSS alone */
-  liveBytes?: () => number | undefined;
+  liveBytes?: (() => number | undefined) | undefined;
   /** Runs a full garbage collection. @default none */
-  collectGarbage?: () => void;
+  collectGarbage?: (() => void) | undefined;
   /** Adds and removes one stop-signal listener (may throw: logged, never fatal). @default none: no signal is ever installed */
-  signals?: SignalApi;
+  signals?: SignalApi | undefined;
   /** Ends the process with a code. @default none */
-  exit?: (code: number) => void;
+  exit?: ((code: number) => void) | undefined;
   /** Sets the code the process ends with when it ends on its own. @default none */
-  setExitCode?: (code: number) => void;
+  setExitCode?: ((code: number) => void) | undefined;
   /**
    * The process's IPC channel, when it has one (a node:cluster worker, a forked child): held
    * while any server runs, let go once the last has drained. @default none
@@ -31,7 +31,7 @@ export interface HostOptions {
    * Makes a global timer id stop keeping the process alive (for timers scheduled with
    * `{ unref: true }`). @default the id's own `unref()` where it has one
    */
-  unref?: (id: unknown) => void;
+  unref?: ((id: unknown) => void) | undefined;
   /**
    * Runs a callback in the next event-loop turn, after the I/O pending now, with its cancel
    * (Node's and Bun's `setImmediate`/`clearImmediate`; both or neither). With it, a request
@@ -40,12 +40,12 @@ export interface HostOptions {
    * Leave it out where the runtime's immediates run before pending I/O is polled (Deno).
    * @default none
    */
-  setImmediate?: (fn: () => void) => unknown;
-  clearImmediate?: (id: never) => void;
+  setImmediate?: ((fn: () => void) => unknown) | undefined;
+  clearImmediate?: ((id: never) => void) | undefined;
   /** Where install failures (and the core's few other lines) are logged. @default consoleLogger */
-  log?: Logger;
+  log?: Logger | undefined;
   /** The runtime's Response is native and cheap to clone: refusals are clones of prebuilt answers. @default false */
-  cloneResponses?: boolean;
+  cloneResponses?: boolean | undefined;
 }
 
 const WHAT = "create host";

@@ -7,8 +7,8 @@ export interface ServerAddress {
 /** The remote end of one request, as the transport saw it (before any proxy headers). */
 export interface PeerAddress {
   readonly address: string;
-  readonly port?: number;
-  readonly family?: "IPv4" | "IPv6";
+  readonly port?: number | undefined;
+  readonly family?: "IPv4" | "IPv6" | undefined;
 }
 
 /**

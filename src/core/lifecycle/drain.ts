@@ -39,32 +39,32 @@ export interface DrainOptions {
    * delay, the in-flight drain and the joins together — never the serving before the signal.
    * @default 25000
    */
-  drainTimeoutMs?: number;
+  drainTimeoutMs?: number | undefined;
   /** Runs last, on both outcomes, outside the window; a failure becomes a `flush` {@linkcode ServeError}. */
-  onDrained?: () => unknown;
+  onDrained?: (() => unknown) | undefined;
   /**
    * How long `onDrained` may take: past it the drain gives up on it with a `flush`
    * {@linkcode ServeError} (the outcome reported, exit code 4) instead of waiting for the
    * platform's kill. `serve` passes its `flushMarginMs`. @default Infinity
    */
-  flushTimeoutMs?: number;
+  flushTimeoutMs?: number | undefined;
   /**
    * After the signal, keep serving (readiness already failing) this long before stopping
    * accepting, so load balancers notice. Counts inside the window; must be below it.
    * @default 0
    */
-  preStopDelayMs?: number;
+  preStopDelayMs?: number | undefined;
   /** In-flight request work to wait for; without it only `stopAccepting()` is waited for. */
-  work?: InFlightWork;
+  work?: InFlightWork | undefined;
   /**
    * Called once the pre-stop delay is over, just before `stopAccepting()`: the moment the
    * request guard should start refusing new requests (during the delay they are served).
    */
-  beforeStopAccepting?: () => void;
+  beforeStopAccepting?: (() => void) | undefined;
   /** Must be the controller's clock (firedAt is read on it). @default controller.clock */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** @default controller.log */
-  log?: Logger;
+  log?: Logger | undefined;
 }
 
 interface _Config {

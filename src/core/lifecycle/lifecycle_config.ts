@@ -7,11 +7,11 @@ export interface LifecycleOptions {
   /** The drain window counted from the stop signal. */
   drainTimeoutMs: number;
   /** Serving on (readiness failing) after the signal, inside the window. @default 0 */
-  preStopDelayMs?: number;
+  preStopDelayMs?: number | undefined;
   /** The platform's fixed grace before it kills the process (e.g. 10000), where one is declared. @default undefined */
-  platformGraceMs?: number;
+  platformGraceMs?: number | undefined;
   /** Time reserved for the flush hook after the drain, inside the platform grace. @default 2000 */
-  flushMarginMs?: number;
+  flushMarginMs?: number | undefined;
 }
 
 /** A validated {@linkcode LifecycleOptions} with defaults applied. */

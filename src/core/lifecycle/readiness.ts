@@ -4,9 +4,9 @@ import { _options } from "../_validate.ts";
 /** Options of {@linkcode createHealth}. Both are optional: without them readiness is always ok. */
 export interface HealthOptions {
   /** Not ready from the instant its signal fires (pre-stop delay included). */
-  controller?: Pick<ShutdownController, "signal">;
+  controller?: Pick<ShutdownController, "signal"> | undefined;
   /** Not ready while the memory ceiling is shedding. A flag that cannot be read counts as not shedding (fails open). */
-  memory?: { readonly shedding: boolean };
+  memory?: { readonly shedding: boolean } | undefined;
 }
 
 /** A readiness answer. Health probes answer without saying why to the client; `reason` is for logs and tests. */

@@ -52,5 +52,5 @@ export class ServeError extends HygieneError {
  * ```
  */
 export function isServeError(error: unknown): error is ServeError {
-  return _hasCode<ServeError>(error, "SERVE_IO") || _hasCode<ServeError>(error, "SERVE_FLUSH");
+  return (_hasCode<ServeError>(error, "SERVE_IO") || _hasCode<ServeError>(error, "SERVE_FLUSH")) && ((error as ServeError).kind === "io" || (error as ServeError).kind === "flush");
 }

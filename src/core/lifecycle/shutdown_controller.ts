@@ -18,17 +18,17 @@ export type BackgroundTask = Promise<unknown> | ((signal: AbortSignal) => Promis
 /** Options of {@linkcode createShutdownController}. */
 export interface ShutdownControllerOptions {
   /** Where OS stop signals come from in `signals` mode; its clock and log are the defaults. */
-  host?: Host;
+  host?: Host | undefined;
   /**
    * `manual`: only `shutdown()` stops (an embedding host owns the signals). `signals`:
    * SIGTERM and Ctrl-C through `host.onShutdownSignal` stop too.
    * @default "signals" when a host is given, else "manual"
    */
-  mode?: "manual" | "signals";
+  mode?: "manual" | "signals" | undefined;
   /** @default host.clock, else systemClock */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** @default host.log, else consoleLogger */
-  log?: Logger;
+  log?: Logger | undefined;
 }
 
 /** One per process: the stop signal every cooperating part subscribes to. */

@@ -13,6 +13,7 @@ import type { _Count } from "./_key_counts.ts";
 export type _WaitEnd = "peer-busy" | "aborted";
 
 interface _Waiter {
+  readonly box: _Count;
   timer: TimerHandle | undefined;
   detach: (() => void) | undefined;
   end(reason: _WaitEnd): void;
@@ -23,7 +24,8 @@ export class _KeyWaits {
   readonly #clock: Clock;
   readonly #waitMs: number;
   readonly #perKey: number;
-  #waiting = 0;
+  /** Every wait now (what `endAll` ends). */
+  readonly #all = new Set<_Waiter>();
 
   constructor(clock: Clock, waitMs: number, perKey: number) {
     this.#clock = clock;
@@ -33,7 +35,7 @@ export class _KeyWaits {
 
   /** Requests waiting for a slot of their key now. */
   get waiting(): number {
-    return this.#waiting;
+    return this.#all.size;
   }
 
   /**
@@ -46,6 +48,7 @@ export class _KeyWaits {
     let resolve!: (value: T | Promise<T>) => void;
     const promise = new Promise<T>((r) => (resolve = r));
     const w: _Waiter = {
+      box,
       timer: undefined,
       detach: undefined,
       end: (reason) => (this.#done(w), resolve(onEnd(reason))),
@@ -68,7 +71,7 @@ export class _KeyWaits {
       w.timer?.cancel();
       throw error;
     }
-    this.#waiting++;
+    this.#all.add(w);
     waiters.push(w);
     if (waiters.length > this.#perKey) waiters.shift()!.end("peer-busy");
     return promise;
@@ -82,8 +85,18 @@ export class _KeyWaits {
     return true;
   }
 
+  /** Ends every wait now with `reason` (the guard's forced drain), the oldest of each key first. */
+  endAll(reason: _WaitEnd): void {
+    for (const w of [...this.#all]) {
+      const waiters = w.box.waiters as _Waiter[];
+      const i = waiters.indexOf(w);
+      if (i !== -1) waiters.splice(i, 1);
+      w.end(reason);
+    }
+  }
+
   #done(w: _Waiter): void {
-    this.#waiting--;
+    this.#all.delete(w);
     w.timer?.cancel();
     w.detach?.();
   }

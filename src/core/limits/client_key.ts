@@ -10,21 +10,21 @@ export interface ClientKeyOptions {
    * peers inside it: `::/0` is every peer.
    * @default []
    */
-  trustedProxies?: readonly string[];
+  trustedProxies?: readonly string[] | undefined;
   /**
    * The proxy header the trusted proxies write. Only one is read: a proxy that manages one
    * passes the other through untouched, and a client could forge it.
    * @default "x-forwarded-for"
    */
-  proxyHeader?: "x-forwarded-for" | "forwarded";
+  proxyHeader?: "x-forwarded-for" | "forwarded" | undefined;
   /**
    * IPv6 clients are keyed by their network of this many bits (`2001:db8:1:2::/64`): one
    * client rotating addresses inside its /64 shares one bucket. 1 to 128.
    * @default 64
    */
-  ipv6Prefix?: number;
+  ipv6Prefix?: number | undefined;
   /** The key when there is no usable peer address (serverless, a unix socket). @default "unknown" */
-  unknownKey?: string;
+  unknownKey?: string | undefined;
 }
 
 /** What the transport knows of a request: its direct peer, when the runtime exposes it. */

@@ -12,9 +12,9 @@ import { _sharedLimiter, type SharedLimiterOptions, type SharedRateLimiter } fro
 /** Options of {@linkcode createFixedWindowLimiter}. With `store`, see {@linkcode SharedLimiterOptions}. */
 export interface FixedWindowLimiterOptions extends SharedLimiterOptions {
   /** Cost units (requests) one key may spend per window. @default 600 */
-  limit?: number;
+  limit?: number | undefined;
   /** The window, in milliseconds. @default 60_000 */
-  windowMs?: number;
+  windowMs?: number | undefined;
   /**
    * The most keys held at once. At the cap, an unseen key first drops a window that has
    * ended (amortised O(1): a sweep cursor resumes where it stopped, a bounded step at a
@@ -24,13 +24,13 @@ export interface FixedWindowLimiterOptions extends SharedLimiterOptions {
    * abuser's count).
    * @default 4096
    */
-  maxKeys?: number;
+  maxKeys?: number | undefined;
   /** Time source when a call does not pass `now`. @default systemClock */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Class label for events ("ip", "auth"). @default undefined */
-  name?: string;
+  name?: string | undefined;
   /** Receives deny events (from `take`) and fault events. @default undefined */
-  onEvent?: EventSink;
+  onEvent?: EventSink | undefined;
 }
 
 /** A fixed-window rate limiter over a bounded key table. */

@@ -21,13 +21,13 @@ export interface FlowQueueOptions {
    */
   capacity: number;
   /** Receives a deny event (layer `"flow"`, reason `"queue-full"`) for each shed task. */
-  onEvent?: EventSink;
+  onEvent?: EventSink | undefined;
 }
 
 /** Options of one {@linkcode FlowQueue.run}. */
 export interface FlowTaskOptions {
   /** Aborting it while the task waits removes it from its worker at once (rejects with the signal's reason); a running task is not stopped. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** Ordered per-key lanes over a fixed set of workers. */
@@ -57,6 +57,7 @@ export interface FlowQueue {
  * ```
  */
 export class FlowQueueFullError extends HygieneError {
+  declare readonly code: typeof CODE;
   /** The worker that was full. */
   readonly worker: number;
   /** Its share of the capacity: the tasks it holds at most. */
@@ -79,7 +80,7 @@ export class FlowQueueFullError extends HygieneError {
  * ```
  */
 export function isFlowQueueFullError(error: unknown): error is FlowQueueFullError {
-  return _hasCode<FlowQueueFullError>(error, CODE);
+  return _hasCode<FlowQueueFullError>(error, CODE, "worker");
 }
 
 interface _Task {

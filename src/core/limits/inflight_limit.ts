@@ -25,9 +25,9 @@ export interface InFlightLimiterOptions {
    * more may wait for one of the key's slots.
    * @default 16
    */
-  perKey?: number;
+  perKey?: number | undefined;
   /** Requests the whole lane may have in flight at once; `Infinity` uncaps it. 0 is clamped to 1. @default 1024 */
-  overall?: number;
+  overall?: number | undefined;
   /**
    * How long a request may wait, in milliseconds: a request over its key's cap for one of the
    * key's slots (then 429 `"peer-busy"`), and a request under it for a lane permit (then 503
@@ -35,22 +35,22 @@ export interface InFlightLimiterOptions {
    * answer is synchronous. DESIGN.md's bounded wait is 250 ms.
    * @default 0
    */
-  shedWaitMs?: number;
+  shedWaitMs?: number | undefined;
   /**
    * The most keys held at once. When full, a key whose count is back to 0 is dropped first
    * (amortised O(1): such keys are remembered, never searched for); an unseen key is refused
    * as "busy" only if every held key has work in flight.
    * @default 4096
    */
-  maxKeys?: number;
+  maxKeys?: number | undefined;
   /** The Retry-After hint of a refusal, in milliseconds. @default 1000 */
-  retryAfterMs?: number;
+  retryAfterMs?: number | undefined;
   /** Time source of the shed waits. @default systemClock */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Class label for events. @default undefined */
-  name?: string;
+  name?: string | undefined;
   /** Receives deny and fault events. @default undefined */
-  onEvent?: EventSink;
+  onEvent?: EventSink | undefined;
 }
 
 /** A held in-flight slot. Release it (or dispose it) when the work settles; twice is a no-op. */
@@ -109,6 +109,7 @@ const CODE = "PEER_BUSY";
  * ```
  */
 export class PeerBusyError extends HygieneError {
+  declare readonly code: typeof CODE;
   readonly retryAfterMs: number;
   /** The per-key cap that was reached. */
   readonly limit: number;
@@ -130,7 +131,7 @@ export class PeerBusyError extends HygieneError {
  * ```
  */
 export function isPeerBusyError(error: unknown): error is PeerBusyError {
-  return _hasCode<PeerBusyError>(error, CODE);
+  return _hasCode<PeerBusyError>(error, CODE, "retryAfterMs");
 }
 
 function _clampCap(what: string, field: string, value: number): number {
@@ -166,6 +167,17 @@ function _clampCap(what: string, field: string, value: number): number {
  * ```
  */
 export function createInFlightLimiter(options?: InFlightLimiterOptions): InFlightLimiter {
+  return _createInFlightLimiter(options);
+}
+
+/** The in-flight limiter as the guard's per-key gate uses it. Internal. */
+export interface _InFlightLimiter extends InFlightLimiter {
+  /** Ends every wait for a key's slot now, each answered as its client's leaving would be ("aborted"): the guard's forced drain. */
+  _refuseWaiting(): void;
+}
+
+/** {@linkcode createInFlightLimiter} with what the guard's per-key gate needs of it (internal). */
+export function _createInFlightLimiter(options?: InFlightLimiterOptions): _InFlightLimiter {
   const what = "create in-flight limiter";
   const o = _options(what, options);
   const perKey = _clampCap(what, "perKey", _given(o.perKey, 16));
@@ -270,6 +282,7 @@ export function createInFlightLimiter(options?: InFlightLimiterOptions): InFligh
     },
     acquire: (key, signal) => Promise.resolve(enter(key, signal)),
     enter,
+    _refuseWaiting: () => waits.endAll("aborted"),
   };
 }
 

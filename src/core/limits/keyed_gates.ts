@@ -1,7 +1,7 @@
 import type { Clock } from "../clock.ts";
 import { type ClientKeyFunction, type ClientKeyOptions, createClientKey } from "./client_key.ts";
 import type { EventSink } from "../events.ts";
-import { createInFlightLimiter, type InFlightLimiter, type InFlightLimiterOptions, type Slot } from "./inflight_limit.ts";
+import { _createInFlightLimiter, type _InFlightLimiter, type createInFlightLimiter, type InFlightLimiterOptions, type Slot } from "./inflight_limit.ts";
 import { rateLimitedResponse } from "./rate_headers.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _oneRule } from "../gates/_one_rule.ts";
@@ -21,29 +21,29 @@ export interface RateLimitRule {
    * checked in the order given — list them coarse to fine.
    * @default the limiter's name, else "client"
    */
-  scope?: string;
+  scope?: string | undefined;
   /**
    * The bucket of a request. Return a constant for a shared budget (global, listener).
    * @default the client key
    */
-  key?: (request: Request, clientKey: string) => string;
+  key?: ((request: Request, clientKey: string) => string) | undefined;
 }
 
 /** Options of {@linkcode createKeyedGates}. */
 export interface KeyedGatesOptions {
   /** Gate 5: budgets charged all or nothing, coarse to fine. */
-  rateLimits?: readonly RateLimitRule[];
+  rateLimits?: readonly RateLimitRule[] | undefined;
   /**
    * Gate 6: the per-key in-flight cap. Its lane-wide cap defaults to Infinity here: the
    * guard's concurrency limit (gate 7) is the lane. With `shedWaitMs`, a request over its
    * key's cap waits that long for one of the key's slots (429 after), and leaves the wait at
    * once when its client goes away.
    */
-  inFlightPerKey?: InFlightLimiterOptions;
+  inFlightPerKey?: InFlightLimiterOptions | undefined;
   /** How the client key is derived: options (trusted proxies, IPv6 prefix) or a function. */
-  clientKey?: ClientKeyOptions | ClientKeyFunction;
+  clientKey?: ClientKeyOptions | ClientKeyFunction | undefined;
   /** Adds the IETF RateLimit / RateLimit-Policy fields to 429s. @default false */
-  rateLimitHeaders?: boolean;
+  rateLimitHeaders?: boolean | undefined;
 }
 
 /** What the keyed gates decided for one request. */
@@ -71,7 +71,7 @@ export interface _KeyedParts {
   readonly rate: ((request: Request, key: string, now: number) => RateDecision | Promise<RateDecision>) | undefined;
   readonly rateLimitHeaders: boolean;
   /** Gate 6; undefined without `inFlightPerKey`. */
-  readonly inFlight: InFlightLimiter | undefined;
+  readonly inFlight: _InFlightLimiter | undefined;
   /**
    * The key and the budgets read nothing of the request (the built-in key without trusted
    * proxies, no rule with its own `key`): gates 5 and 6 can run from the head (gate.ts).
@@ -121,8 +121,9 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink, clock?:
     }),
     onEvent: sink,
   });
-  // The guard's clock unless the options name one: a per-key shed wait runs on it.
-  const inFlight = perKey === undefined ? undefined : createInFlightLimiter({ overall: Infinity, ...(clock === undefined ? {} : { clock }), ...perKey, onEvent: sink });
+  // The guard's clock unless the options name one: a per-key shed wait runs on it. No overall
+  // cap unless named (gate 7 is the concurrency limit); an option given as undefined is not named.
+  const inFlight = perKey === undefined ? undefined : _createInFlightLimiter({ ...perKey, overall: perKey.overall === undefined ? Infinity : perKey.overall, clock: perKey.clock === undefined ? clock : perKey.clock, onEvent: sink });
   // One in-memory rule asks its limiter directly; a shared one goes through the scoped take.
   const one = rules.length === 1 && !_isShared(rules[0]!.limiter) ? rules[0]! : undefined;
   const rate = scoped === undefined

@@ -14,9 +14,9 @@ const MAX_SECONDS = 2_147_483_647;
 /** Options of {@linkcode rateLimitHeaders}. */
 export interface RateLimitHeadersOptions {
   /** Also send `RateLimit-Policy` (the quota and window). @default false */
-  policy?: boolean;
+  policy?: boolean | undefined;
   /** The policy identifier, an sf-string of printable ASCII. @default "default" */
-  name?: string;
+  name?: string | undefined;
 }
 
 function _sfString(value: string): string {
@@ -63,7 +63,7 @@ export interface RateLimitedResponseOptions {
    * denial says when to come back, not which budget tripped.
    * @default false
    */
-  rateLimitHeaders?: boolean | RateLimitHeadersOptions;
+  rateLimitHeaders?: boolean | RateLimitHeadersOptions | undefined;
 }
 
 /**

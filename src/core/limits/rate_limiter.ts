@@ -73,6 +73,7 @@ const CODE = "RATE_LIMITED";
  * ```
  */
 export class RateLimitedError extends HygieneError {
+  declare readonly code: typeof CODE;
   /** How long to wait before retrying, in milliseconds. */
   readonly retryAfterMs: number;
   /** The budget that was exhausted. */
@@ -99,7 +100,7 @@ export class RateLimitedError extends HygieneError {
  * ```
  */
 export function isRateLimitedError(error: unknown): error is RateLimitedError {
-  return _hasCode<RateLimitedError>(error, CODE);
+  return _hasCode<RateLimitedError>(error, CODE, "retryAfterMs");
 }
 
 /** Where the core's limiters keep their own event sink (internal). */

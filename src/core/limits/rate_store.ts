@@ -69,33 +69,33 @@ export interface RateStoreFailure {
 /** Options of {@linkcode createRateStore}. */
 export interface RateStoreOptions {
   /** The store's name in events and metrics ("redis"). @default undefined */
-  name?: string;
+  name?: string | undefined;
   /**
    * The longest a call may take, in milliseconds; then the limiter fails open or closed as
    * configured. A request never waits longer than this because of the store.
    * @default 50
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /**
    * The most calls outstanding at the backend (timed-out ones included, until the backend
    * settles them). Past it a call is not made and counts as a failure of that request
    * ("saturated"): a slow backend never accumulates a queue.
    * @default 256
    */
-  maxPending?: number;
+  maxPending?: number | undefined;
   /**
    * Consecutive failed calls (timeouts, errors) after which limiters fall back to their
    * insurance limiter. A hung backend holds no more than `maxPending` calls (a saturated call
    * is refused but not counted), so a value above it means a hung backend never makes the
    * store fall back. @default 5, or `maxPending` when lower
    */
-  fallbackAfter?: number;
+  fallbackAfter?: number | undefined;
   /** While falling back, one call (a half-open probe) is let through this often; its success ends the fallback. @default 1000 */
-  probeIntervalMs?: number;
+  probeIntervalMs?: number | undefined;
   /** Time source of the timeouts and the probe interval. @default systemClock */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Receives `{ type: "store", state: "fallback" | "recovered" }` events. @default undefined */
-  onEvent?: EventSink;
+  onEvent?: EventSink | undefined;
 }
 
 /** A shared store as the keyed limiters use it: a backend behind a timeout, a pending cap and a breaker. */

@@ -22,7 +22,7 @@ export interface RateScope<C> {
    * bucket (keyed by the scope's name), e.g. "global".
    * @default () => name
    */
-  key?: (ctx: C) => string;
+  key?: ((ctx: C) => string) | undefined;
 }
 
 /** Options of {@linkcode createScopedLimiter}. */
@@ -34,9 +34,9 @@ export interface ScopedLimiterOptions<C> {
    * scope, so the scopes' limiters should share it.
    * @default the first scope's limiter's clock
    */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Receives the deny event of a refusal (with its scope) and fault events. @default undefined */
-  onEvent?: EventSink;
+  onEvent?: EventSink | undefined;
 }
 
 /** A decision of a scoped limiter, with the scope it speaks for. */

@@ -26,34 +26,34 @@ export interface SharedLimiterOptions {
    * algorithm) share one budget across every instance using the store.
    * @default undefined (an in-memory limiter)
    */
-  store?: RateStore;
+  store?: RateStore | undefined;
   /**
    * A failed store call (timeout, error, `maxPending` reached): `"closed"` denies the
    * request (429, reason "limiter-error"), `"open"` admits it. Applies until the store
    * falls back; then the insurance limiter answers.
    * @default "closed"
    */
-  failure?: StoreFailureMode;
+  failure?: StoreFailureMode | undefined;
   /**
    * Instances sharing the budget. While the store falls back, each instance enforces its
    * share in memory: the limit (burst and rate) ÷ this, at least 1.
    * @default 1
    */
-  expectedInstances?: number;
+  expectedInstances?: number | undefined;
   /**
    * An in-memory limiter asked before the store, and charged before the call: a request it
    * denies costs no round-trip. It caps the calls this instance makes (a request it admitted
    * that the store then denied is not refunded).
    * @default undefined
    */
-  localLimiter?: RateLimiter;
+  localLimiter?: RateLimiter | undefined;
   /**
    * The most keys held in the denied-key cache: a key the store denied until T is denied
    * locally, with no call, until T. At the cap, keys past their T make room; when none has,
    * a new denial is simply not cached. 0 disables the cache.
    * @default the limiter's `maxKeys`
    */
-  maxDeniedKeys?: number;
+  maxDeniedKeys?: number | undefined;
 }
 
 /** A keyed limiter over a shared store. `take` is synchronous when answered locally. */

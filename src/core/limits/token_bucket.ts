@@ -38,13 +38,13 @@ export interface TokenBucketLimiterOptions extends SharedLimiterOptions {
    * "table-full". An active key is never evicted to make room.
    * @default 4096
    */
-  maxKeys?: number;
+  maxKeys?: number | undefined;
   /** Time source when a call does not pass `now`. @default systemClock */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Class label for events ("ip", "auth"). @default undefined */
-  name?: string;
+  name?: string | undefined;
   /** Receives deny events (from `take`) and fault events. @default undefined */
-  onEvent?: EventSink;
+  onEvent?: EventSink | undefined;
 }
 
 /** A token-bucket rate limiter (GCRA) over a bounded key table. */

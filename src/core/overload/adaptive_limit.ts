@@ -33,11 +33,11 @@ export interface AdaptiveLimitOptions {
    * behind itself in the first window and the baseline would include that wait.
    * @default minLimit (1)
    */
-  initialLimit?: number;
+  initialLimit?: number | undefined;
   /** The floor: the limit never falls below it. @default 1 */
-  minLimit?: number;
+  minLimit?: number | undefined;
   /** The ceiling: the limit never grows past it. @default 1000 */
-  maxLimit?: number;
+  maxLimit?: number | undefined;
   /**
    * How much slower than the baseline a window may be before the limit shrinks: at 1.5 a
    * window whose mean latency is within 1.5× the baseline lets the limit grow. Gradient2's
@@ -46,9 +46,9 @@ export interface AdaptiveLimitOptions {
    * queueing in the event loop).
    * @default 1.5
    */
-  tolerance?: number;
+  tolerance?: number | undefined;
   /** Weight of a new, lower limit: the limit falls by at most `smoothing / 2` a window (a gradient of 0.5 at most). @default 0.2 */
-  smoothing?: number;
+  smoothing?: number | undefined;
   /**
    * The shortest window, in milliseconds. A window also lasts at least twice the baseline
    * latency (a change of the limit must show in it) and holds at least `windowSamples` samples.
@@ -56,9 +56,9 @@ export interface AdaptiveLimitOptions {
    * twice their mean latency has passed (at least twice the baseline, and half of this).
    * @default 100
    */
-  windowMs?: number;
+  windowMs?: number | undefined;
   /** The fewest completed requests a window needs before it is read. @default 10 */
-  windowSamples?: number;
+  windowSamples?: number | undefined;
 }
 
 /** A concurrency limit that follows handler latency. Give it to `createConcurrencyLimit({ limit })`. */

@@ -38,9 +38,9 @@ export interface ConcurrencyLimitOptions {
    * that finds no permit is refused at once ("shed").
    * @default 0
    */
-  shedWaitMs?: number;
+  shedWaitMs?: number | undefined;
   /** The most requests that may wait at once; past it a new one is refused at once ("queue-full"). @default 1024 */
-  maxWaiting?: number;
+  maxWaiting?: number | undefined;
   /**
    * Waiters are served oldest first while the queue is fresh, newest first once it has not
    * been empty for this long (a standing queue: overload), so what is admitted stays fresh.
@@ -49,7 +49,7 @@ export interface ConcurrencyLimitOptions {
    * (waiters × `baselineMs` ÷ limit).
    * @default 100
    */
-  lifoAfterMs?: number;
+  lifoAfterMs?: number | undefined;
   /**
    * Once the queue stands (see `lifoAfterMs`), a free permit does not go to a
    * waiter that has waited longer than this: the permit stays free for the next request, and
@@ -63,11 +63,11 @@ export interface ConcurrencyLimitOptions {
    * the limit to find its level). At most `shedWaitMs`.
    * @default min(20, shedWaitMs)
    */
-  standingWaitMs?: number;
+  standingWaitMs?: number | undefined;
   /** The Retry-After hint of a refusal, in milliseconds. @default 1000 */
-  retryAfterMs?: number;
+  retryAfterMs?: number | undefined;
   /** @default systemClock */
-  clock?: Clock;
+  clock?: Clock | undefined;
 }
 
 /** Global in-flight permits with a bounded admission queue (gate 7 of DESIGN.md). */
@@ -101,6 +101,8 @@ export interface _ConcurrencyLimit extends ConcurrencyLimit {
    * undefined, and then `done(ctx, …)` once, from the release or the timer that ends the wait.
    */
   _acquireFor<C>(ctx: C, done: (ctx: C, p: Permit | Refusal) => void, signal?: AbortSignalLike, arrived?: number): Permit | Refusal | undefined;
+  /** Ends every wait now, oldest first, each refused as its wait bound would ("queue-timeout"): the caller's forced drain. */
+  _refuseWaiting(): void;
 }
 
 /**
@@ -298,6 +300,10 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       });
     },
     _acquireFor: acquireFor,
+    _refuseWaiting() {
+      const now = clock.now();
+      for (let w = queue.take(now, Infinity, true); w !== undefined; w = queue.take(now, Infinity, true)) w.settle("queue-timeout");
+    },
     idle() {
       return inFlight === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve));
     },

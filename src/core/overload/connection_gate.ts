@@ -16,11 +16,11 @@ export interface ConnectionGateOptions {
    * Open connections at once; `Infinity` counts without refusing.
    * @default 4096
    */
-  maxConnections?: number;
+  maxConnections?: number | undefined;
   /** The audit hook: every refused connection, as a deny event of layer `connection`. */
-  onDeny?: (event: DenyEvent) => void;
+  onDeny?: ((event: DenyEvent) => void) | undefined;
   /** The metrics sink (the same one the guard is given). */
-  onEvent?: EventSink;
+  onEvent?: EventSink | undefined;
 }
 
 /** One open connection, as the gate tracks it. Every method is idempotent after close. */

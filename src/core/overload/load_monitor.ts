@@ -5,23 +5,23 @@ import { _durationMs, _options, _show, _given, MAX_TIMER_MS } from "../_validate
 /** Options of {@linkcode createLoadMonitor}. */
 export interface LoadMonitorOptions {
   /** How often the drift probe runs while requests arrive. Small enough to react within tens of milliseconds. @default 10 */
-  sampleIntervalMs?: number;
+  sampleIntervalMs?: number | undefined;
   /** Event-loop delay at or above which the monitor turns busy; a request arriving while the probe is this overdue is refused. @default 40 */
-  highWatermarkMs?: number;
+  highWatermarkMs?: number | undefined;
   /** Delay at or below which a busy monitor turns normal again, and up to which every request is admitted. @default 15 */
-  lowWatermarkMs?: number;
+  lowWatermarkMs?: number | undefined;
   /** The smallest share of new requests still admitted, so progress never stops. @default 0.05 */
-  minAdmitShare?: number;
+  minAdmitShare?: number | undefined;
   /** Weight of the newest sample in the smoothed delay (EWMA) that the admitted share follows. @default 0.2 */
-  smoothing?: number;
+  smoothing?: number | undefined;
   /** The most the admitted share rises per sample, so it climbs back over several samples after a busy period. @default 0.1 */
-  recoveryStep?: number;
+  recoveryStep?: number | undefined;
   /**
    * With no request for this long (and the share back at 1) the probe stops, so an idle process
    * is not woken 100 times a second; the next request restarts it. `Infinity` keeps it running.
    * @default 1000
    */
-  idleAfterMs?: number;
+  idleAfterMs?: number | undefined;
   /**
    * The longest one event-loop turn keeps admitting: a request read when the turn's first
    * admission is older than this is refused (reason `"batch"`), and so is the rest of the turn.
@@ -32,13 +32,13 @@ export interface LoadMonitorOptions {
    * Deno — while some are held and no permit is in use.)
    * @default sampleIntervalMs + lowWatermarkMs
    */
-  maxBatchMs?: number;
+  maxBatchMs?: number | undefined;
   /** `shouldDefer()` is true while the smoothed delay is above this. @default lowWatermarkMs */
-  deferAboveMs?: number;
+  deferAboveMs?: number | undefined;
   /** The Retry-After hint of a refusal. @default 1000 */
-  retryAfterMs?: number;
+  retryAfterMs?: number | undefined;
   /** The time source of the probe and of `admit()`. @default systemClock */
-  clock?: Clock;
+  clock?: Clock | undefined;
 }
 
 /**

@@ -17,27 +17,27 @@ export interface MemoryCeilingOptions {
    * so pages the runtime keeps after freeing them (V8, malloc) do not hold the gate shut.
    * Without it the figure is RSS.
    */
-  live?: () => number | undefined;
+  live?: (() => number | undefined) | undefined;
   /** Runs a full collection (the Host's `collectGarbage`), so garbage is not counted as live. */
-  collectGarbage?: () => void;
+  collectGarbage?: (() => void) | undefined;
   /**
    * Collect once before deciding, whenever a sample is over the mark that matters
    * (the ceiling, or the resume mark while shedding) and a collector is given.
    * @default true
    */
-  collect?: boolean;
+  collect?: boolean | undefined;
   /**
    * How often memory is read. A read costs 10–18 µs, so it happens on a timer, never per
    * request; the timer never keeps the process alive.
    * @default 30000
    */
-  intervalMs?: number;
+  intervalMs?: number | undefined;
   /** Shedding clears once the figure falls to this or below. @default ceilingBytes */
-  resumeBelowBytes?: number;
+  resumeBelowBytes?: number | undefined;
   /** @default systemClock */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Told when a read or a collection throws (the ceiling then fails open). */
-  onEvent?: EventSink;
+  onEvent?: EventSink | undefined;
 }
 
 /** Gate 2: one boolean, set by a sampler, read per request. */

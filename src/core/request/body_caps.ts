@@ -14,7 +14,7 @@ export interface RouteBodyLimit {
    */
   readonly path: string;
   /** Only requests with this method (case-insensitive). @default every method */
-  readonly method?: string;
+  readonly method?: string | undefined;
   /** The cap for matching requests, in bytes: a positive integer, or `Infinity` for none. */
   readonly bytes: number;
 }

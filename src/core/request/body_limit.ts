@@ -2,6 +2,7 @@ import { HygieneError, _answering, _hasCode } from "../errors.ts";
 
 /** Thrown into the body stream (and so into whatever reads it) once the cap is passed. */
 export class BodyTooLargeError extends HygieneError {
+  declare readonly code: "BODY_TOO_LARGE";
   /** The cap that was passed, in bytes. */
   readonly limit: number;
   constructor(limit: number) {
@@ -14,7 +15,7 @@ export class BodyTooLargeError extends HygieneError {
 
 /** Whether `error` is a {@linkcode BodyTooLargeError} (from any copy of the package). */
 export function isBodyTooLargeError(error: unknown): error is BodyTooLargeError {
-  return _hasCode(error, "BODY_TOO_LARGE");
+  return _hasCode(error, "BODY_TOO_LARGE", "limit");
 }
 
 /** What the framing headers say about the body's length. */
@@ -59,24 +60,24 @@ export interface LimitBodyOptions {
   /** The cap in bytes, read when the body is first read (so a route that lowered it is seen); undefined = no cap. */
   limit: () => number | undefined;
   /** The declared length, checked against the cap before a byte is read. */
-  declared?: DeclaredLength;
+  declared?: DeclaredLength | undefined;
   /** Told once when the cap is passed, before the stream errors. */
-  onOverflow?: (error: BodyTooLargeError) => void;
+  onOverflow?: ((error: BodyTooLargeError) => void) | undefined;
   /** Told once when the body has been read to its end. */
-  onEnd?: () => void;
+  onEnd?: (() => void) | undefined;
   /** Told once, when the body is first read and the declared length is within the cap. */
-  onFirstRead?: () => void;
+  onFirstRead?: (() => void) | undefined;
   /**
    * Told when reading the source body failed (the connection broke: the client left mid-body);
    * what it returns, if anything, is the reason the read fails with instead of the runtime's.
    */
-  onSourceError?: (error: unknown) => unknown;
+  onSourceError?: ((error: unknown) => unknown) | undefined;
   /**
    * Receives a function that fails the stream with a reason (the request was abandoned: a
    * deadline, a forced drain): a pending read rejects at once and the source is cancelled,
    * so a handler blocked on a trickling body is released.
    */
-  bindFail?: (fail: (reason: unknown) => void) => void;
+  bindFail?: ((fail: (reason: unknown) => void) => void) | undefined;
 }
 
 /**

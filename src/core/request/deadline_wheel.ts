@@ -20,9 +20,9 @@ export interface DeadlineWheelOptions {
    * a coarse bound, so a few milliseconds of lateness buy one timer for all of them.
    * @default 10
    */
-  resolutionMs?: number;
+  resolutionMs?: number | undefined;
   /** @default systemClock */
-  clock?: Clock;
+  clock?: Clock | undefined;
 }
 
 // Where an entry waits: the list of entries scheduled since the last tick, or its slot.

@@ -60,7 +60,7 @@ export interface GuardedInfo {
  * it only when a keyed gate or the handler asks (on Bun, finding the peer costs a call).
  */
 export interface ServeInfo {
-  readonly peer?: PeerAddress;
+  readonly peer?: PeerAddress | undefined;
   /**
    * Whether the request head declares a body (Content-Length or Transfer-Encoding), from an
    * adapter that knows it cheaply (node; deno says `false` when the request's body is null).
@@ -68,25 +68,25 @@ export interface ServeInfo {
    * gate reads nothing of the request; otherwise a GET or HEAD is never asked for its headers
    * (on Deno and Bun that costs every GET a header read).
    */
-  readonly declaresBody?: boolean;
+  readonly declaresBody?: boolean | undefined;
   /**
    * The declared length as the runtime's own parser read it (node), given with
    * `declaresBody: true`: the framing gate then reads no header of the request.
    */
-  readonly declared?: DeclaredLength;
+  readonly declared?: DeclaredLength | undefined;
   /**
    * True once the client's connection has closed, from an adapter that knows it without the
    * request's `signal` (node: reading the signal makes @hono/node-server build the full
    * Request). Where absent, the request's signal says.
    */
-  readonly clientGone?: boolean;
+  readonly clientGone?: boolean | undefined;
   /**
    * Fires when the client's connection closes, from an adapter that has a cheaper event for
    * it than the request's `signal` (node: the response's close event). A request waiting in
    * the admission queue listens on it, so that it leaves the queue at once. Where absent, the
    * request's signal does.
    */
-  readonly clientLeft?: AbortSignalLike;
+  readonly clientLeft?: AbortSignalLike | undefined;
   /**
    * Tells the client to send its body (`100 Continue`), from an adapter whose runtime lets the
    * server decide (node, for a request with `Expect: 100-continue`). The guard calls it once,
@@ -94,7 +94,7 @@ export interface ServeInfo {
    * admitted the request — so a request refused first (a 413 over the cap, a 429, a 503) is
    * answered without it and the client never sends the body.
    */
-  readonly continueBody?: () => void;
+  readonly continueBody?: (() => void) | undefined;
 }
 
 /**

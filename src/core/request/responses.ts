@@ -15,14 +15,14 @@ export const _TEXTS: Readonly<Record<number, string>> = {
 /** Options of {@linkcode denyResponse}. */
 export interface DenyResponseOptions {
   /** Sent as `Retry-After` in whole seconds (rounded up, at least 1). */
-  retryAfterMs?: number;
+  retryAfterMs?: number | undefined;
   /** Adds `Connection: close` (draining: the client should reconnect elsewhere). */
-  close?: boolean;
+  close?: boolean | undefined;
   /**
    * Extra headers, e.g. the RateLimit fields: what `new Headers(…)` takes (spelled so, not
    * `HeadersInit`, which a Node project without the DOM lib does not have).
    */
-  headers?: ConstructorParameters<typeof Headers>[0];
+  headers?: ConstructorParameters<typeof Headers>[0] | undefined;
 }
 
 /** Whole seconds for a `Retry-After` header: rounded up, at least 1, at most 2^31 - 1 (delta-seconds, not 1e+25). */

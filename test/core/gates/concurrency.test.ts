@@ -8,7 +8,7 @@ import type { DenyEvent } from "../../../src/core/events.ts";
 import { createManualClock, type ManualClock } from "../../../src/testing/manual_clock.ts";
 import { flushMicrotasks } from "../../support/flush.ts";
 
-const GET = (signal?: AbortSignal) => new Request("http://localhost/", { signal });
+const GET = (signal?: AbortSignal) => new Request("http://localhost/", signal === undefined ? {} : { signal });
 
 function setup(options: GuardOptions = {}) {
   const clock: ManualClock = createManualClock();

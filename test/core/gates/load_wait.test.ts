@@ -23,7 +23,7 @@ function setup(clock: TurnClock, options: GuardOptions = {}) {
     clock.t += 30; // past the batch bound on its own
     return new Response(path);
   });
-  const get = (path: string, signal?: AbortSignal) => fetch(new Request(`http://localhost${path}`, { signal }));
+  const get = (path: string, signal?: AbortSignal) => fetch(new Request(`http://localhost${path}`, signal === undefined ? {} : { signal }));
   return { guard, handled, denials, get };
 }
 

@@ -29,7 +29,8 @@ describe("serve error", () => {
   });
 
   test("serve error: the guard holds across copies of the package (brand, not instanceof)", () => {
-    const foreign = Object.assign(new Error("x"), { code: "SERVE_FLUSH", [Symbol.for("serve-hygiene.error")]: true });
+    // What the other copy's class sets: its brand, its code and its kind.
+    const foreign = Object.assign(new Error("x"), { code: "SERVE_FLUSH", kind: "flush", [Symbol.for("serve-hygiene.error")]: true });
     assert.ok(isServeError(foreign));
   });
 });

@@ -16,7 +16,8 @@ describe("rate limiter", () => {
   });
 
   test("rate limiter: the brand survives a second copy of the class (no instanceof needed)", () => {
-    const foreign = Object.assign(new Error("x"), { code: "RATE_LIMITED", [Symbol.for("serve-hygiene.error")]: true });
+    // What the other copy's class sets: its brand, its code and its fields.
+    const foreign = Object.assign(new Error("x"), { code: "RATE_LIMITED", retryAfterMs: 1000, limit: 5, [Symbol.for("serve-hygiene.error")]: true });
     assert.ok(isRateLimitedError(foreign));
   });
 });

@@ -517,7 +517,7 @@ describe("concurrency limit", () => {
       const adaptive = { limit: 1, baselineMs: 20, minLimit: 1, maxLimit: 10, rampedAt, sample: (_ms: number, used: number) => void samples.push(used), stalled() {} };
       const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 500, lifoAfterMs: 0, standingWaitMs: 500, clock });
       let permit = limit.tryAcquire(clock.now()) as Permit;
-      const outcome: { first?: Permit | Refusal } = {};
+      const outcome: { first: Permit | Refusal | undefined } = { first: undefined };
       void limit.acquire().then((got) => (outcome.first = got));
       for (let t = 50; t < 500; t += 50) {
         clock.advance(50);
@@ -525,10 +525,10 @@ describe("concurrency limit", () => {
         permit.complete(); // to the newest waiter
         permit = (await next) as Permit;
       }
-      assert.ok(!("first" in outcome), "still waiting at 450 ms");
+      assert.equal(outcome.first, undefined, "still waiting at 450 ms");
       clock.advance(50); // its wait is up; the last permit came back 50 ms ago
       await flushMicrotasks();
-      const first = outcome.first;
+      const first = outcome.first as Permit | Refusal | undefined; // set by the callback above
       const inFlight = limit.inFlight;
       samples.length = 0;
       permit.complete();

@@ -77,7 +77,8 @@ describe("body limit", () => {
   });
 
   test("body limit: the brand survives a second copy of the class", () => {
-    const foreign = Object.assign(new Error("x"), { code: "BODY_TOO_LARGE", [Symbol.for("serve-hygiene.error")]: true });
+    // What the other copy's class sets: its brand, its code and its limit.
+    const foreign = Object.assign(new Error("x"), { code: "BODY_TOO_LARGE", limit: 10, [Symbol.for("serve-hygiene.error")]: true });
     assert.equal(isBodyTooLargeError(foreign), true);
     assert.equal(isBodyTooLargeError(new Error("BODY_TOO_LARGE")), false);
   });
