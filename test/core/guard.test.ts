@@ -220,6 +220,7 @@ describe("guard: request timeout", () => {
     clock.advance(20); // the wheel fires within one tick of the deadline
     const res = await pending;
     assert.equal(res.status, 408);
+    assert.equal(res.headers.get("connection"), "close", "a 408 closes its connection (RFC 9110 §15.5.9)");
     assert.equal(await res.text(), "Request Timeout");
     assert.equal(seen!.signal.aborted, true);
     assert.equal((seen!.signal.reason as DOMException).name, "TimeoutError");
@@ -443,6 +444,9 @@ describe("guard: body cap", () => {
     const big = await fetch(post("x", { "content-length": String(64 * 1024 + 1) }));
     assert.equal(big.status, 413);
     assert.equal(big.headers.get("connection"), "close");
+    const atBound = await fetch(post("x", { "content-length": String(64 * 1024) }));
+    assert.equal(atBound.status, 413);
+    assert.equal(atBound.headers.get("connection"), null, "a rest of exactly 64 KiB is read, not closed for");
     const small = await fetch(post("x".repeat(100), { "content-length": "100" }));
     assert.equal(small.status, 413);
     assert.equal(small.headers.get("connection"), null);
@@ -499,6 +503,7 @@ describe("guard: body cap", () => {
     const fetch = guard.wrap(async (req) => new Response(String((await req.arrayBuffer()).byteLength)));
     const put = (url: string) => new Request(url, { method: "PUT", body: "x".repeat(50), headers: { "content-length": "50" } });
     assert.equal((await fetch(put("http://localhost/files/a/b?x=1"))).status, 200);
+    assert.equal((await fetch(put("http://localhost/files"))).status, 200, "/files/* covers /files itself");
     assert.equal((await fetch(put("http://localhost/filesx"))).status, 413);
     assert.equal((await fetch(post("x".repeat(50), { "content-length": "50" }, "http://localhost/files/a"))).status, 413);
   });
@@ -522,6 +527,18 @@ describe("guard: body cap", () => {
     assert.equal(res.status, 500);
     assert.ok(errors[0] instanceof RangeError);
     assert.match((errors[0] as Error).message, /"bodyLimitBytes" must be at most 10 .*routeBodyLimits.*current value is 1000/);
+    // One byte over is a raise too; the cap itself is not.
+    const byOne = await guard.wrap((_req, { context }) => {
+      context.bodyLimitBytes = 11;
+      return new Response("raised");
+    })(post("x"));
+    assert.equal(byOne.status, 500);
+    assert.match((errors[1] as Error).message, /current value is 11/);
+    const same = await guard.wrap((_req, { context }) => {
+      context.bodyLimitBytes = 10;
+      return new Response("kept");
+    })(post("x"));
+    assert.equal(same.status, 200);
   });
 
   for (const bad of [NaN, -1, 0, 1.5, "10", null, -Infinity]) {

@@ -329,6 +329,17 @@ describe(`hono middleware (${runtime})`, () => {
     assert.deepEqual(denials.map((d) => [d.layer, d.reason, d.status]), [["body", "over-cap", 413], ["body", "over-cap", 413]]);
   });
 
+  test("hono: bodyLimit(n) takes a body of exactly n bytes, declared or streamed, and refuses n + 1", async () => {
+    const app = new Hono();
+    app.use(hygiene({ clock: createManualClock(), loadMonitor: false, bodyLimitBytes: 100 }));
+    app.post("/u", bodyLimit(10), async (c) => c.text(String((await c.req.text()).length)));
+    const declared = await app.request("/u", { method: "POST", body: "x".repeat(10), headers: { "content-length": "10" } });
+    assert.deepEqual([declared.status, await declared.text()], [200, "10"]);
+    const streamed = await app.request("/u", { method: "POST", body: new Blob(["x".repeat(10)]).stream(), duplex: "half" } as RequestInit);
+    assert.deepEqual([streamed.status, await streamed.text()], [200, "10"]);
+    assert.equal((await app.request("/u", { method: "POST", body: "x".repeat(11), headers: { "content-length": "11" } })).status, 413);
+  });
+
   test("hono: bodyLimit(bytes) validates at creation with a RangeError naming the field", () => {
     for (const bad of [NaN, -1, 0, 1.5, "10", null, -Infinity]) {
       assert.throws(() => bodyLimit(bad as never), (error: unknown) => {

@@ -109,6 +109,21 @@ describe("drain", () => {
     assert.equal(s.fake.logs.filter((r) => r.msg.startsWith("drain window ran out")).length, 1);
   });
 
+  test("drain: the window is 25 s by default (README's drainTimeoutMs)", async () => {
+    const s = setup();
+    const state = run(s);
+    s.hold();
+    s.fake.signal("SIGTERM");
+    await tick();
+    s.clock.advance(24_999);
+    await tick();
+    assert.equal(state.settledAt, undefined);
+    s.clock.advance(1);
+    await tick();
+    assert.equal(state.outcome?.outcome, "forced");
+    assert.equal(state.outcome?.drainedAt, 25_000);
+  });
+
   test("drain: a stopAccepting that never settles (Deno) is bounded by the window, never awaited past it", async () => {
     const s = setup({ stop: "never" });
     const state = run(s, { drainTimeoutMs: 5_000 });
@@ -450,6 +465,7 @@ describe("drain", () => {
           'Cannot run until drained as "preStopDelayMs" must be below "drainTimeoutMs": current values are 30000 and 25000',
       },
     );
+    assert.throws(() => runUntilDrained(s.server, s.controller, { drainTimeoutMs: 25_000, preStopDelayMs: 25_000 }), /"preStopDelayMs" must be below "drainTimeoutMs"/);
     assert.throws(() => runUntilDrained(s.server, s.controller, { drainTimeoutMs: 0 }), /"drainTimeoutMs" must be a positive integer/);
     assert.throws(() => runUntilDrained(s.server, s.controller, { preStopDelayMs: -1 }), RangeError);
     assert.throws(() => runUntilDrained(s.server, s.controller, { onDrained: "flush" as never }), TypeError);

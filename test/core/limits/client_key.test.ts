@@ -58,6 +58,13 @@ describe("client key", () => {
     assert.equal(key(req(headers), peer("198.51.100.1")), "198.51.100.1");
   });
 
+  test("client key: an IPv4 octet over 255 is no address: a forwarded one is keyed as an id, a trusted proxy naming one is refused", () => {
+    const key = createClientKey({ trustedProxies: ["10.0.0.0/8"] });
+    assert.equal(key(req({ "x-forwarded-for": "1.2.3.256" }), peer("10.0.0.1")), "id:1.2.3.256");
+    assert.equal(key(req({ "x-forwarded-for": "1.2.3.255" }), peer("10.0.0.1")), "1.2.3.255");
+    assert.throws(() => createClientKey({ trustedProxies: ["10.0.0.256"] }), /"trustedProxies" must list CIDRs: current value is "10.0.0.256"/);
+  });
+
   test("client key: X-Forwarded-For from a trusted proxy is walked from the right, skipping trusted hops", () => {
     const key = createClientKey({ trustedProxies: ["10.0.0.0/8", "2001:db8:ffff::/48"] });
     const via = (xff: string) => key(req({ "x-forwarded-for": xff }), peer("10.1.1.1"));

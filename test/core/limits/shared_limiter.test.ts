@@ -135,6 +135,20 @@ describe("shared limiter", () => {
     assert.equal((events.find((e) => e.type === "fault") as FaultEvent).failed, "open");
   });
 
+  test("shared limiter: with failure \"closed\" a failed call refuses, its Retry-After the limiter's own window (fixed window) or interval (token bucket)", async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const store = createRateStore(backend, { clock });
+    const window = createFixedWindowLimiter({ name: "w", limit: 10, windowMs: 5000, clock, store, failure: "closed" });
+    const bucket = createTokenBucketLimiter({ name: "b", ratePerSecond: 4, burst: 8, clock, store, failure: "closed" });
+    const w = window.take("k");
+    const b = bucket.take("k");
+    for (const call of backend.calls) call.reject(new Error("ECONNRESET"));
+    assert.deepEqual([(await w).allowed, (await w).reason, (await w).retryAfterMs], [false, "limiter-error", 5000]);
+    assert.deepEqual([(await b).allowed, (await b).reason], [false, "limiter-error"]);
+    assert.ok((await b).retryAfterMs > 0 && (await b).retryAfterMs < 5000, `the bucket's own figure: ${(await b).retryAfterMs}`);
+  });
+
   test("shared limiter: a saturated store answers at once by the failure mode", () => {
     const { limiter } = setup({ failure: "closed" }, { maxPending: 1 });
     assert.ok(limiter.take("a") instanceof Promise);

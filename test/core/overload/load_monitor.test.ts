@@ -40,6 +40,14 @@ describe("load monitor", () => {
     assert.equal(monitor.busy, true);
   });
 
+  test("load monitor: a sample of exactly the high watermark turns it busy (README: at a sample ≥ 40 ms)", () => {
+    const { monitor } = started();
+    monitor.record(39.9);
+    assert.equal(monitor.busy, false);
+    monitor.record(40);
+    assert.equal(monitor.busy, true);
+  });
+
   test("load monitor: samples hovering around the low watermark after busy make one transition", () => {
     const { monitor } = started();
     monitor.record(100);

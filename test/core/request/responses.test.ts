@@ -2,6 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { denyResponse, fallbackResponse, retryAfterSeconds } from "../../../src/core/request/responses.ts";
 import type { LogRecord } from "../../../src/core/host/host.ts";
+import { _withClose } from "../../../src/core/request/body_caps.ts";
 
 describe("responses", () => {
   test("responses: Retry-After is whole seconds, rounded up, at least 1", () => {
@@ -39,5 +40,16 @@ describe("responses", () => {
     assert.equal(res.status, 500);
     assert.deepEqual([...res.headers], [...guards.headers]);
     assert.equal(await res.text(), await guards.text());
+  });
+
+  test("responses: _withClose marks an answer Connection: close, keeps one already closing, and leaves a 101 (a WebSocket upgrade) as it is", async () => {
+    const marked = _withClose(new Response("ok", { status: 201, headers: { "x-a": "1" } }));
+    assert.deepEqual([marked.status, marked.headers.get("connection"), marked.headers.get("x-a"), await marked.text()], [201, "close", "1", "ok"]);
+    const closing = new Response("ok", { headers: { connection: "close" } });
+    assert.equal(_withClose(closing), closing);
+    // Deno's upgradeWebSocket answers 101, a status no Response constructor takes: its shape.
+    const upgrade = { status: 101, headers: new Headers({ upgrade: "websocket" }) } as Response;
+    assert.equal(_withClose(upgrade), upgrade);
+    assert.equal(upgrade.headers.get("connection"), null);
   });
 });
