@@ -57,6 +57,15 @@ describe("body limit", () => {
     assert.equal(source.pulls, 3);
   });
 
+  test("body limit: a declared length over the cap fails the first read without reading the source", async () => {
+    const source = countingBody(10, 4);
+    let firstRead = false;
+    const limited = limitBody(source.stream, { limit: () => 10, declared: { kind: "length", bytes: 40 }, onFirstRead: () => (firstRead = true) });
+    const error = await limited.getReader().read().catch((e: unknown) => e);
+    assert.ok(isBodyTooLargeError(error));
+    assert.deepEqual([source.pulls, firstRead, source.cancelled], [0, false, true]);
+  });
+
   test("body limit: nothing is read before the consumer asks (no read-ahead)", async () => {
     const source = countingBody(10, 4);
     const limited = limitBody(source.stream, { limit: () => 100 });
