@@ -10,7 +10,7 @@ export interface TimerOptions {
    * without the notion ignore it.
    * @default false
    */
-  unref?: boolean;
+  unref?: boolean | undefined;
 }
 
 /**

@@ -7,7 +7,7 @@
 // guard goes on from there as it would have. If it cannot be built (the adapter answered with
 // its own error), what the gates handed out is given back.
 import type { DenyLayer } from "./events.ts";
-import type { Gate, GateRefusal, GateVerdict } from "./gates/gate.ts";
+import { _FORCED, type Gate, type GateRefusal, type GateVerdict } from "./gates/gate.ts";
 import { type _HeadAnswer, _refusalHead } from "./gates/refuse.ts";
 import type { _AnswerHead, _Translate } from "./guarded_fetch.ts";
 import type { _Admission } from "./request/admission.ts";
@@ -18,6 +18,8 @@ export interface _HeadSteps {
   pass(a: _Admission, list: readonly Gate[], i: number): Response | Promise<Response>;
   /** Reports a refusal (the guard's one place for it). */
   reportDeny(layer: DenyLayer, r: GateRefusal): void;
+  /** A forced drain came: a request still waiting at a gate goes no further. */
+  forced(): boolean;
 }
 
 /**
@@ -39,7 +41,7 @@ export function _passHead(steps: _HeadSteps, a: _Admission, list: readonly Gate[
       void (v as PromiseLike<GateVerdict>).then((r) => {
         let refused: _HeadAnswer | undefined;
         try {
-          refused = r === undefined ? _passHead(steps, a, list, translate, answer, i + 1) : _refuseHead(steps, a, gate, r, translate);
+          refused = steps.forced() ? _refuseHead(steps, a, gate, _FORCED, translate) : r === undefined ? _passHead(steps, a, list, translate, answer, i + 1) : _refuseHead(steps, a, gate, r, translate);
         } catch (error) {
           // Outside the adapter's translation (which answers its own failures): a 500, logged there.
           a.release();

@@ -191,12 +191,21 @@ describe(`adapter serve (${runtime})`, () => {
       })(), "the drain started");
       await delay(100);
       assert.deepEqual(seen, [], "the body read is still waiting for the rest");
+      // A small upload that comes after the stop and stalls does not hold it (on Deno the port
+      // still accepts meanwhile: it is refused, and its connection dropped whatever its size).
+      const late = await openSock(handle.address.port).catch(() => undefined);
+      late?.write("POST /late HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n" + "z".repeat(10));
+      await delay(50);
       sock.write("y".repeat(10));
       const res = await sock.response();
       assert.equal(res.status, 200);
       assert.equal(res.body, "got 20");
-      assert.equal((await drained).outcome, "clean");
-      assert.deepEqual(seen, ["read 20"]);
+      try {
+        assert.equal((await drained).outcome, "clean");
+        assert.deepEqual(seen, ["read 20"]);
+      } finally {
+        late?.destroy();
+      }
     } finally {
       sock.destroy();
       await handle.shutdown();

@@ -10,6 +10,8 @@ import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts"
 import { createTokenBucketLimiter } from "../../src/core/limits/token_bucket.ts";
 import type { RateLimiter } from "../../src/core/limits/rate_limiter.ts";
 import { _GATES, type Gate } from "../../src/core/gates/gate.ts";
+import { createRateStore } from "../../src/core/limits/rate_store.ts";
+import { ALLOW, createFakeBackend } from "../support/fake_store.ts";
 
 const GET = (path = "/") => new Request(`http://localhost${path}`);
 
@@ -948,6 +950,24 @@ describe("guard: shutdown and forced drain", () => {
     assert.deepEqual(ran, ["/hold"], "no waiter's handler ran");
     assert.equal(guard.inFlight, 0);
     assert.equal(guard.inFlightPerKey!.inFlight("a"), 0);
+  });
+
+  test("guard: a request waiting for a shared store's answer when a forced drain comes is refused when the answer comes, allowed or not: no handler starts after the drain", async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const store = createRateStore(backend, { clock, timeoutMs: 60_000 });
+    const { guard, denials } = setup({ clock, requestTimeoutMs: Infinity, loadMonitor: false, rateLimits: [{ limiter: createFixedWindowLimiter({ name: "shared", limit: 100, windowMs: 1000, clock, store }) }] });
+    let ran = 0;
+    const fetch = guard.wrap(() => (ran++, new Response("ok")));
+    const pending = fetch(GET());
+    await flushMicrotasks();
+    assert.equal(backend.open.length, 1, "waiting for the store");
+    guard.work.abortAll(new DOMException("drain over", "AbortError"));
+    backend.open[0]!.resolve([ALLOW(99)]);
+    const res = await pending;
+    assert.deepEqual([res.status, res.headers.get("connection"), ran], [503, "close", 0]);
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason]), [["draining", "forced"]]);
+    assert.equal(guard.inFlight, 0);
   });
 
   test("guard: context.shutdownSignal fires at the stop for running handlers and for bodies still streaming after their handler returned, through one listener on the shared signal", async () => {

@@ -11,6 +11,7 @@ import {
   createGuard,
   createInFlightLimiter,
   FlowQueueFullError,
+  type HostOptions,
   HygieneError,
   type HygieneErrorCode,
   isBodyTooLargeError,
@@ -104,6 +105,11 @@ describe(`public types (${runtime})`, () => {
       assert.equal(guard.inFlightPerKey?.overall, Infinity);
       assert.equal(guard.inFlightPerKey?.perKey, 2);
       assert.equal(createInFlightLimiter({ perKey: undefined, overall: undefined }).overall, 1024);
+      // The rest that a review found still refusing it: a Host's IPC channel, a timer's unref, an error's scope.
+      const host: HostOptions = { ipcChannel: undefined, rss: undefined };
+      assert.equal(host.ipcChannel, undefined);
+      const caught = new RateLimitedError({ retryAfterMs: 5, limit: 1, scope: undefined });
+      assert.equal(new RateLimitedError(caught).scope, undefined);
     } finally {
       guard.dispose();
     }

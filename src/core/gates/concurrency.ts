@@ -5,7 +5,7 @@
 import type { _ConcurrencyLimit } from "../overload/concurrency_limit.ts";
 import type { Permit, Refusal } from "../overload/permit.ts";
 import type { _Admission } from "../request/admission.ts";
-import { _FORCED, type Gate, type GateVerdict, PASS } from "./gate.ts";
+import { type Gate, type GateVerdict, PASS } from "./gate.ts";
 
 /** A waiting request and its verdict's promise: all its wait keeps, besides the queue's waiter. */
 interface _GateWait {
@@ -22,10 +22,8 @@ export function _concurrencyGate(concurrency: _ConcurrencyLimit): Gate {
     }
     return { reason: p.reason, status: 503, retryAfterMs: p.retryAfterMs };
   };
-  // A forced drain refused the waiters (refuseWaiting): their answer is the drain's.
-  let forced = false;
   // The wait's end resolves the verdict itself: no promise chained onto another.
-  const waited = (w: _GateWait, p: Permit | Refusal) => w.resolve(forced && !p.ok ? _FORCED : verdict(w.a, p));
+  const waited = (w: _GateWait, p: Permit | Refusal) => w.resolve(verdict(w.a, p));
   return {
     layer: "concurrency",
     processWide: true,
@@ -40,9 +38,7 @@ export function _concurrencyGate(concurrency: _ConcurrencyLimit): Gate {
         if (now !== undefined) resolve(verdict(a, now));
       });
     },
-    refuseWaiting() {
-      forced = true;
-      concurrency._refuseWaiting();
-    },
+    // The guard answers them its forced drain's refusal (guard.ts).
+    refuseWaiting: () => concurrency._refuseWaiting(),
   };
 }

@@ -6,21 +6,18 @@ import type { EventSink } from "../events.ts";
 import type { InFlightRefusal, Slot } from "../limits/inflight_limit.ts";
 import type { _KeyedParts } from "../limits/keyed_gates.ts";
 import type { _Admission } from "../request/admission.ts";
-import { _FORCED, type Gate, type GateVerdict, PASS } from "./gate.ts";
+import { type Gate, type GateVerdict, PASS } from "./gate.ts";
 import { _keyFor } from "./_client_key.ts";
 
 /** The per-key in-flight gate over the keyed parts (their `inFlight` must be set). */
 export function _keyInFlightGate(parts: _KeyedParts, sink: EventSink): Gate {
   const limiter = parts.inFlight!;
   const waits = limiter.shedWaitMs > 0;
-  // A forced drain ended the waits (refuseWaiting): their answer is the drain's.
-  let forced = false;
   const verdict = (a: _Admission, s: Slot | InFlightRefusal): GateVerdict => {
     if (s.ok) {
       a.hold(s);
       return PASS;
     }
-    if (forced) return _FORCED;
     // "aborted": the client left while waiting; there is nobody to answer, and nothing to report.
     return s.reason === "aborted"
       ? { reason: s.reason, status: 503, reported: true }
@@ -37,9 +34,7 @@ export function _keyInFlightGate(parts: _KeyedParts, sink: EventSink): Gate {
       const s = limiter.enter(a.key!, waits ? a.request.signal : undefined);
       return s instanceof Promise ? s.then((r) => verdict(a, r)) : verdict(a, s);
     },
-    refuseWaiting() {
-      forced = true;
-      limiter._refuseWaiting();
-    },
+    // The guard answers them its forced drain's refusal (guard.ts).
+    refuseWaiting: () => limiter._refuseWaiting(),
   };
 }

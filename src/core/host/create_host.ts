@@ -26,7 +26,7 @@ export interface HostOptions {
    * The process's IPC channel, when it has one (a node:cluster worker, a forked child): held
    * while any server runs, let go once the last has drained. @default none
    */
-  ipcChannel?: () => { ref?(): void; unref?(): void } | null | undefined;
+  ipcChannel?: (() => { ref?(): void; unref?(): void } | null | undefined) | undefined;
   /**
    * Makes a global timer id stop keeping the process alive (for timers scheduled with
    * `{ unref: true }`). @default the id's own `unref()` where it has one

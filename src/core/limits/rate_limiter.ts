@@ -81,7 +81,7 @@ export class RateLimitedError extends HygieneError {
   /** The scope that refused, when a scoped limiter refused. */
   readonly scope: string | undefined;
 
-  constructor(decision: { retryAfterMs: number; limit: number; scope?: string }, options?: { cause?: unknown }) {
+  constructor(decision: { retryAfterMs: number; limit: number; scope?: string | undefined }, options?: { cause?: unknown }) {
     super(CODE, `Rate limited: retry after ${Math.ceil(decision.retryAfterMs)} ms`, options);
     this.name = new.target === RateLimitedError ? "RateLimitedError" : new.target.name;
     this.retryAfterMs = decision.retryAfterMs;
