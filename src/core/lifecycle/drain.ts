@@ -138,7 +138,16 @@ export function runUntilDrained(
 
 async function _run(server: Server, controller: ShutdownController, config: _Config): Promise<DrainOutcome> {
   const ended = await _serve(server, controller, config.log);
-  if (ended.kind === "failed") throw new ServeError("io", ended.error);
+  if (ended.kind === "failed") {
+    // The listener failed (Deno's ends at the first accept out of descriptors): the requests
+    // already admitted still get their answers, within the drain window, before the failure
+    // is reported (and serve()'s process exits on it).
+    const work = config.work;
+    if (work !== undefined && work.inFlight > 0) {
+      await _within(config.clock, config.clock.now() + config.drainTimeoutMs, _orNever(() => work.idle(), config.log, "in-flight idle failed")).catch(() => {});
+    }
+    throw new ServeError("io", ended.error);
+  }
   const outcome = ended.kind === "closed"
     ? Object.freeze({ outcome: "clean", stillRunning: 0, drainedAt: config.clock.now(), joinsPending: controller.pendingJoins } as const)
     : await _drain(server, controller, ended.info, config);

@@ -118,10 +118,13 @@ export function createMemoryCeiling(options: MemoryCeilingOptions): MemoryCeilin
   let timer: TimerHandle | undefined;
 
   const fault = (error: unknown) => _emit([o.onEvent], { type: "fault", source: "memory-ceiling", error, failed: "open" });
-  const _read = (reader: (() => number | undefined) | undefined): number | undefined => {
+  // `rss`: a reading of 0 is no reading (no live process has none): Deno's answers 0 when it
+  // cannot read it (out of file descriptors, where Node and Bun throw).
+  const _read = (reader: (() => number | undefined) | undefined, rss = false): number | undefined => {
     if (reader === undefined) return undefined;
     try {
       const value = reader();
+      if (rss && value === 0) throw new Error("The RSS reading was 0: the runtime could not read it");
       return typeof value === "number" && Number.isFinite(value) ? value : undefined;
     } catch (error) {
       fault(error);
@@ -129,7 +132,7 @@ export function createMemoryCeiling(options: MemoryCeilingOptions): MemoryCeilin
     }
   };
   const measure = (): number | undefined => {
-    lastRss = _read(read);
+    lastRss = _read(read, true);
     lastLive = _read(readLive);
     if (lastRss === undefined || lastLive === undefined) return (lastEstimate = lastRss);
     footprint ??= Math.max(0, lastRss - lastLive);

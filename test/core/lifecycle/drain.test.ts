@@ -299,6 +299,33 @@ describe("drain", () => {
     assert.equal(flushed, false);
   });
 
+  test("drain: a listener failure with requests in flight waits for them (within the drain window) before it rejects: what was admitted is answered", async () => {
+    const s = setup();
+    const state = run(s, { drainTimeoutMs: 5_000 });
+    const permit = s.hold();
+    s.server.fail(new Error("Too many open files (os error 24)"));
+    await tick();
+    assert.equal(state.settledAt, undefined, "still answering what it admitted");
+    s.clock.advance(1_000);
+    permit.release();
+    await tick();
+    assert.ok(isServeError(state.error));
+    assert.equal(state.settledAt, 1_000);
+    // A request that never ends is waited for no longer than the window.
+    const t = setup();
+    const stuck = run(t, { drainTimeoutMs: 5_000 });
+    t.hold();
+    t.server.fail(new Error("EMFILE"));
+    await tick();
+    t.clock.advance(4_999);
+    await tick();
+    assert.equal(stuck.settledAt, undefined);
+    t.clock.advance(1);
+    await tick();
+    assert.ok(isServeError(stuck.error));
+    assert.equal(t.server.stopAcceptingCalls, 0);
+  });
+
   test("drain: a server that ends on its own is clean without a signal, and the flush hook still runs", async () => {
     const s = setup();
     let flushed = false;

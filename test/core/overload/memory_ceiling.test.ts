@@ -79,6 +79,20 @@ describe("memory ceiling", () => {
     ceiling.dispose();
   });
 
+  test("memory ceiling: an RSS reading of 0 (Deno's when it cannot read it, out of descriptors) is a failed reading, reported as a fault, not a process using no memory", () => {
+    const clock = createManualClock();
+    const events: HygieneEvent[] = [];
+    let rss = 50;
+    const ceiling = createMemoryCeiling({ ceilingBytes: 10, intervalMs: 10, rss: () => rss, clock, onEvent: (e) => events.push(e) });
+    assert.equal(ceiling.shedding, true);
+    rss = 0;
+    clock.advance(10);
+    assert.equal(ceiling.lastRss, undefined);
+    assert.deepEqual(events.map((e) => [e.type, e.type === "fault" && e.source, e.type === "fault" && e.failed]), [["fault", "memory-ceiling", "open"]]);
+    assert.match(String((events[0] as { error: Error }).error.message), /RSS reading was 0/);
+    ceiling.dispose();
+  });
+
   test("memory ceiling: clears once live memory falls, though RSS stays above the ceiling (the runtime keeps its pages)", () => {
     const clock = createManualClock();
     // Start: RSS 100, of which 40 is live; the other 60 is the process's own footprint.
