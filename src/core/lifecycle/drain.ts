@@ -136,6 +136,9 @@ export function runUntilDrained(
   return _run(server, controller, config);
 }
 
+/** How long a failed listener's last answers are given to go out before the failure is reported. */
+const _FLUSH_AFTER_FAILURE_MS = 100;
+
 async function _run(server: Server, controller: ShutdownController, config: _Config): Promise<DrainOutcome> {
   const ended = await _serve(server, controller, config.log);
   if (ended.kind === "failed") {
@@ -144,7 +147,11 @@ async function _run(server: Server, controller: ShutdownController, config: _Con
     // is reported (and serve()'s process exits on it).
     const work = config.work;
     if (work !== undefined && work.inFlight > 0) {
-      await _within(config.clock, config.clock.now() + config.drainTimeoutMs, _orNever(() => work.idle(), config.log, "in-flight idle failed")).catch(() => {});
+      const deadline = config.clock.now() + config.drainTimeoutMs;
+      await _within(config.clock, deadline, _orNever(() => work.idle(), config.log, "in-flight idle failed")).catch(() => {});
+      // Their answers are being written: nothing else keeps a process whose listener is gone
+      // alive meanwhile (Deno ended before the last one went out).
+      await _within(config.clock, Math.min(deadline, config.clock.now() + _FLUSH_AFTER_FAILURE_MS), new Promise(() => {}));
     }
     throw new ServeError("io", ended.error);
   }
