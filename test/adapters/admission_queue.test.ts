@@ -4,6 +4,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { DenyEvent } from "../../src/core/events.ts";
+import type { ServeOptions } from "../../src/core/mod.ts";
 import { serveHere } from "../support/adapter.ts";
 import { rawConnect } from "../support/raw_http.ts";
 import { runtime } from "../support/runtime.ts";
@@ -19,18 +20,27 @@ async function until(check: () => boolean, what: string, ms = 10_000): Promise<v
   }
 }
 
+/**
+ * A server whose `/hold` holds its permit until `release()` (it ignores its signal); every
+ * other path answers its path. `ran` lists the paths whose handler ran, in order.
+ */
+async function holdingServer(options: ServeOptions) {
+  const ran: string[] = [];
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const handle = await serveHere(async (req) => {
+    const path = new URL(req.url).pathname;
+    ran.push(path);
+    if (path === "/hold") await held;
+    return new Response(path);
+  }, options);
+  return { handle, ran, release };
+}
+
 describe(`admission queue (${runtime})`, () => {
   test(`admission queue: a queued request whose client disconnects releases its place and never runs (${runtime})`, TIMEOUT, async () => {
     const denials: DenyEvent[] = [];
-    const ran: string[] = [];
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    const handle = await serveHere(async (req) => {
-      const path = new URL(req.url).pathname;
-      ran.push(path);
-      if (path === "/hold") await held;
-      return new Response(path);
-    }, { concurrencyLimit: 1, maxWaiting: 1, shedWaitMs: 10_000, onDeny: (e) => denials.push(e) });
+    const { handle, ran, release } = await holdingServer({ concurrencyLimit: 1, maxWaiting: 1, shedWaitMs: 10_000, onDeny: (e) => denials.push(e) });
     try {
       const port = handle.address.port;
       const holder = fetch(`http://127.0.0.1:${port}/hold`);
@@ -55,6 +65,34 @@ describe(`admission queue (${runtime})`, () => {
       assert.equal(await res.text(), "/next");
       assert.deepEqual(ran, ["/hold", "/next"], "the leaver's handler never ran");
       assert.deepEqual(denials.map((d) => [d.layer, d.reason]), [["concurrency", "queue-full"], ["concurrency", "aborted"]]);
+    } finally {
+      release();
+      await handle.shutdown();
+    }
+  });
+
+  test(`admission queue: a forced drain answers a request waiting in the queue 503 + close, and its handler never runs — not when the held permit comes back after the drain either (${runtime})`, TIMEOUT, async () => {
+    const { handle, ran, release } = await holdingServer({ concurrencyLimit: 1, shedWaitMs: 60_000, drainTimeoutMs: 300, requestTimeoutMs: Infinity, loadMonitor: false });
+    const port = handle.address.port;
+    try {
+      const holder = fetch(`http://127.0.0.1:${port}/hold`).then((r) => r.status, () => "cut");
+      await until(() => ran.includes("/hold"), "the holder to run");
+      const waiter = fetch(`http://127.0.0.1:${port}/waiter`).then(async (r) => [r.status, r.headers.get("connection"), await r.text()], (e: unknown) => ["cut", String(e)]);
+      await until(() => handle.guard.concurrency.waiting === 1, "the waiter to queue");
+      const outcome = await handle.shutdown("test over");
+      // The host set the process's exit code to 3 for the forced drain; this test process goes on.
+      const deno = (globalThis as { Deno?: { exitCode: number } }).Deno;
+      if (deno !== undefined) deno.exitCode = 0;
+      else process.exitCode = 0;
+      assert.equal(outcome.outcome, "forced");
+      assert.deepEqual(await waiter, [503, "close", "Service Unavailable"]);
+      assert.equal(handle.guard.concurrency.waiting, 0);
+      assert.equal(await holder, 503);
+      // The straggler settles after the drain: its permit comes back to nobody.
+      release();
+      await until(() => handle.guard.inFlight === 0, "the straggler's permit back");
+      await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual(ran, ["/hold"]);
     } finally {
       release();
       await handle.shutdown();
