@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import type { ConnInfo } from "hono/conninfo";
 import { _ClientLeft, _envPeer, type AbortSignalLike, type GuardedInfo, type PeerAddress, type RequestContext } from "../core/mod.ts";
 
 /**
@@ -31,6 +32,35 @@ export function hygieneContext(c: Context): RequestContext | undefined {
  */
 export function peerOf(c: Context): PeerAddress | undefined {
   return _envPeer(c.env, c.req.raw);
+}
+
+/**
+ * Hono's `GetConnInfo` for whichever server runs the app — serve-hygiene's adapters too, where
+ * Hono's per-runtime helpers (`hono/bun`, `hono/deno`, `@hono/node-server/conninfo`) read a
+ * runtime object `serve()`'s env is not, and threw (a 500 a request): for
+ * `ipRestriction(getConnInfo, …)` and anything else that takes one. The remote is
+ * {@linkcode peerOf}'s: the transport peer, before any proxy header.
+ *
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { ipRestriction } from "hono/ip-restriction";
+ * import { getConnInfo } from "serve-hygiene/hono";
+ * const app = new Hono();
+ * app.use("/admin/*", ipRestriction(getConnInfo, { allowList: ["127.0.0.1", "::1"] }));
+ * ```
+ */
+export function getConnInfo(c: Context): ConnInfo {
+  const peer = peerOf(c);
+  if (peer === undefined) return { remote: {} };
+  return {
+    remote: {
+      transport: "tcp",
+      address: peer.address,
+      addressType: peer.family,
+      ...(peer.port === undefined ? {} : { port: peer.port }),
+    },
+  };
 }
 
 /**

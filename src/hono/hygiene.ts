@@ -82,7 +82,16 @@ function _hold(c: _Context, own: _ResAccessor): void {
     configurable: true,
     get: () => own.get.call(c),
     set: (late: Response | undefined) => {
-      if (late instanceof Response && late !== own.get.call(c)) _held.set(c, late);
+      if (!(late instanceof Response)) return;
+      const current = own.get.call(c);
+      if (late === current) return;
+      // The answer in place was read to make this one: an outer middleware's replacement
+      // (compress() pipes it into its gzip stream), which goes out — the one in place is
+      // spent (kept, the client got a 500 and a stack was logged a request: a review).
+      if (current.bodyUsed || current.body?.locked === true) {
+        own.set.call(c, undefined);
+        own.set.call(c, late);
+      } else _held.set(c, late);
     },
   });
 }

@@ -3,6 +3,6 @@
  * adjust the request's context.
  * @module
  */
-export { hygieneContext, peerOf } from "./context.ts";
+export { getConnInfo, hygieneContext, peerOf } from "./context.ts";
 export * from "./hygiene.ts";
 export * from "./route.ts";

@@ -2,6 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { EventEmitter } from "node:events";
 import { Hono } from "hono";
+import { compress } from "hono/compress";
 import { createGuard } from "../../src/core/guard.ts";
 import type { Context } from "hono";
 import { bodyLimit, hygiene, hygieneContext, inFlightCap, noTimeout, rateLimit, timeout } from "../../src/hono/mod.ts";
@@ -221,6 +222,42 @@ describe(`hono middleware (${runtime})`, () => {
     } finally {
       console.error = error;
       clearTimeout(keepAlive);
+      mw.guard.dispose();
+    }
+    assert.deepEqual(logged, []);
+  });
+
+  test("hono: compress() before hygiene(): a 408 sent while the route still runs goes out compressed and whole, and nothing is logged (compress() read the guard's answer to make its own, which was set aside: a 500 and a stack a request)", async () => {
+    const clock = createManualClock();
+    const app = new Hono();
+    app.use(compress());
+    const mw = hygiene({ clock, requestTimeoutMs: 1000, loadMonitor: false });
+    app.use(mw);
+    app.get("/follow", async (c) => {
+      const signal = hygieneContext(c)!.signal;
+      await new Promise<void>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+      return c.text("never");
+    });
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    app.get("/ignore", async (c) => (await held, c.text("late")));
+    const logged: unknown[] = [];
+    const error = console.error;
+    console.error = (...args: unknown[]) => void logged.push(args);
+    try {
+      for (const path of ["/follow", "/ignore"]) {
+        const pending = app.request(path, { headers: { "accept-encoding": "gzip" } });
+        await flushMicrotasks();
+        clock.advance(1020); // the deadline wheel fires within one tick
+        const res = await pending;
+        assert.deepEqual([res.status, res.headers.get("content-encoding"), res.headers.get("connection")], [408, "gzip", "close"], path);
+        assert.equal(await new Response(res.body!.pipeThrough(new DecompressionStream("gzip"))).text(), "Request Timeout", path);
+      }
+      release();
+      await flushMicrotasks();
+    } finally {
+      console.error = error;
+      release();
       mw.guard.dispose();
     }
     assert.deepEqual(logged, []);

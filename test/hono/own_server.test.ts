@@ -4,7 +4,9 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Hono } from "hono";
-import { hygiene, peerOf, rateLimit } from "../../src/hono/mod.ts";
+import { ipRestriction } from "hono/ip-restriction";
+import { getConnInfo, hygiene, peerOf, rateLimit } from "../../src/hono/mod.ts";
+import { serveHere } from "../support/adapter.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { runtime } from "../support/runtime.ts";
 
@@ -62,6 +64,35 @@ describe(`hono: hygiene() on the runtime's own server (${runtime})`, () => {
     } finally {
       await server.close();
       await other.close();
+    }
+  });
+
+  test(`hono: getConnInfo reads the peer under serve() and under hygiene() on the runtime's own server, so ipRestriction works under both (Hono's per-runtime helpers threw under serve(): a 500 a request) (${runtime})`, async () => {
+    const loopback = ["127.0.0.1", "::1", "::ffff:127.0.0.1"];
+    const app = (guarded: boolean) => {
+      const a = new Hono();
+      if (guarded) a.use(hygiene({ loadMonitor: false }));
+      a.use("/admin/*", ipRestriction(getConnInfo, { denyList: loopback }));
+      a.use("/local/*", ipRestriction(getConnInfo, { allowList: loopback }));
+      a.get("/admin/x", (c) => c.text("admin"));
+      a.get("/local/x", (c) => c.json(getConnInfo(c)));
+      return a;
+    };
+    const plain = app(false);
+    const served = await serveHere((request, info) => plain.fetch(request, info), { loadMonitor: false });
+    const own = await ownServer(app(true).fetch);
+    try {
+      for (const port of [served.address.port, own.port]) {
+        const local = await fetch(`http://127.0.0.1:${port}/local/x`);
+        assert.equal(local.status, 200);
+        const info = await local.json() as { remote: { address?: string; addressType?: string; transport?: string } };
+        assert.match(String(info.remote.address), /^(::ffff:)?127\.0\.0\.1$/);
+        assert.equal(info.remote.transport, "tcp");
+        assert.equal((await fetch(`http://127.0.0.1:${port}/admin/x`)).status, 403);
+      }
+    } finally {
+      await own.close();
+      await served.shutdown();
     }
   });
 });

@@ -42,7 +42,7 @@ export const PUBLIC_SURFACE: Readonly<Record<string, readonly string[]>> = {
   "./bun": ["createBunHost", "serve"],
   "./deno": ["createDenoHost", "serve"],
   "./node": ["createNodeHost", "serve"],
-  "./hono": ["bodyLimit", "hygiene", "hygieneContext", "inFlightCap", "noTimeout", "peerOf", "rateLimit", "timeout"],
+  "./hono": ["bodyLimit", "getConnInfo", "hygiene", "hygieneContext", "inFlightCap", "noTimeout", "peerOf", "rateLimit", "timeout"],
   "./prometheus": ["createPrometheusExporter"],
   "./redis": ["createRedisStore", "fromBunRedis", "fromNodeRedis", "fromNodeRedisCluster"],
 };
