@@ -161,8 +161,11 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     },
   };
 
-  // Set by a forced drain (work.abortAll): a request still waiting at a gate goes no further.
-  let forced = false;
+  // When a forced drain came (work.abortAll): a request that started before it and is still
+  // waiting at a gate goes no further. One that starts later is served as the guard serves it
+  // (a guard used again after its drain: tests, an in-process restart).
+  let forcedAt = -Infinity;
+  const forced = (a: _Admission) => a.startedAt <= forcedAt;
   // Runs the gates from `i` on: synchronously until one answers with a promise (a shed wait),
   // then on from there once it settles. The first refusal ends the request, answered at once.
   // A gate that throws (a runtime's Request it cannot copy) lets go of what the request holds
@@ -187,7 +190,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   // wait was (a shared store's answer, a slot), no handler starts after the drain.
   const waited = (handler: _InfoHandler, a: _Admission, list: readonly Gate[], i: number, v: Promise<GateVerdict>, withInfo: boolean): Promise<Response> => {
     const gate = list[i]!;
-    const later = v.then((r: GateVerdict) => (forced ? denied(a, gate, _FORCED) : r === undefined ? pass(handler, a, list, i + 1, withInfo) : denied(a, gate, r)));
+    const later = v.then((r: GateVerdict) => (forced(a) ? denied(a, gate, _FORCED) : r === undefined ? pass(handler, a, list, i + 1, withInfo) : denied(a, gate, r)));
     // A refusal after the wait is delivered like any other asynchronous answer.
     const delivery = a.delivery;
     return delivery === undefined ? later : later.then((res) => (res === undefined ? res : void delivery.deliver(res, a.info, false)) as never);
@@ -208,7 +211,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     const steps: _HeadSteps = {
       pass: (a, list, i) => pass(handler, a, list, i, withInfo),
       reportDeny,
-      forced: () => forced,
+      forced,
     };
     guarded[_HEAD] = (info, translate, answer) => {
       // Which gates apply to an exempt request is a question about the request, and so are
@@ -270,7 +273,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
         // Requests still waiting at a gate (the admission queue, a key's slot, a later turn) are
         // answered the forced 503 too, now; any other wait (a shared store's answer) when it
         // ends: a permit coming back, or a store answering, later must not start their handlers.
-        forced = true;
+        forcedAt = clock.now();
         for (const gate of gates) gate.refuseWaiting?.();
         for (const a of handlerRun.running()) {
           a.abandon(reason);

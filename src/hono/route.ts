@@ -210,6 +210,10 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
       const taken = limiter.take(key);
       decision = taken instanceof Promise ? await taken : taken;
     }
+    // The request ended while the store answered (its deadline's 408, a forced drain's 503,
+    // the client leaving): the guard answered it, and its route must not start now (a review
+    // saw a charge made after the client was told to retry). Nobody reads this answer.
+    if (context?.signal.aborted === true) return denyResponse(503);
     if (!decision.allowed) {
       report?.({
         type: "deny",

@@ -275,7 +275,7 @@ describe(`adapter serve (${runtime})`, () => {
       drainTimeoutMs: 5000,
       requestTimeoutMs: 1000,
       log: () => {},
-      rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 5, windowMs: 60_000, name: "ip" }) }],
+      rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 6, windowMs: 60_000, name: "ip" }) }],
     });
     /** One request on a fresh connection: its status, its Connection header, and whether the server closed the connection after it. */
     const ask = async (path: string) => {
@@ -304,6 +304,16 @@ describe(`adapter serve (${runtime})`, () => {
       assert.deepEqual(await running, { status: 200, connection: "close", closes: closed });
       assert.deepEqual(await ask("/"), { status: 200, connection: "close", closes: closed });
       assert.deepEqual(await ask("/boom"), { status: 500, connection: "close", closes: closed });
+      // A POST whose handler leaves its small body unread is answered whole in the delay (on Deno
+      // it was dropped after its head, unterminated, once: a review of the upload wait).
+      const post = await openSock(handle.address.port);
+      try {
+        post.write("POST /webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 20\r\n\r\n" + "x".repeat(20));
+        const res = await post.response();
+        assert.deepEqual([res.status, res.body, res.headers.get("content-length")], [200, "ok", "2"]);
+      } finally {
+        post.destroy();
+      }
       // Still inside the pre-stop delay (still accepting): the closes above were the answers' own.
       assert.deepEqual(await ask("/"), { status: 200, connection: "close", closes: closed });
       assert.deepEqual(await ask("/"), { status: 429, connection: "close", closes: closed });

@@ -970,6 +970,35 @@ describe("guard: shutdown and forced drain", () => {
     assert.equal(guard.inFlight, 0);
   });
 
+  test("guard: a guard used again after a forced drain serves what comes later as before: only the requests that were waiting then are refused", async () => {
+    const { guard, clock, denials } = setup({ requestTimeoutMs: Infinity, concurrencyLimit: 1, shedWaitMs: 60_000, loadMonitor: false });
+    let release!: () => void;
+    const fetch = guard.wrap(async (request) => {
+      if (new URL(request.url).pathname === "/hold") await new Promise<void>((r) => (release = r));
+      return new Response("ok");
+    });
+    const held = fetch(GET("/hold"));
+    await flushMicrotasks();
+    const waiting = fetch(GET("/waiting"));
+    await flushMicrotasks();
+    guard.work.abortAll(new DOMException("drain over", "AbortError"));
+    assert.equal((await waiting).status, 503);
+    release();
+    await held;
+    await flushMicrotasks();
+    clock.advance(1);
+    denials.length = 0;
+    // Later: one holds the permit, the next waits for it and is served.
+    const again = fetch(GET("/hold"));
+    await flushMicrotasks();
+    const queued = fetch(GET("/queued"));
+    await flushMicrotasks();
+    assert.equal(guard.concurrency.waiting, 1);
+    release();
+    assert.deepEqual([(await again).status, (await queued).status], [200, 200]);
+    assert.deepEqual(denials, []);
+  });
+
   test("guard: context.shutdownSignal fires at the stop for running handlers and for bodies still streaming after their handler returned, through one listener on the shared signal", async () => {
     const stop = countedStop();
     const { guard } = setup({ requestTimeoutMs: Infinity, stopping: stop.controller, concurrencyLimit: 64 });

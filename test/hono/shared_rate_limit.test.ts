@@ -57,4 +57,27 @@ describe(`hono rateLimit over a shared store (${runtime})`, () => {
       ["rate", "route", "auth"],
     ]);
   });
+
+  test(`hono: a route whose request ended while rateLimit waited for the store (its deadline's 408) never starts, whatever the store answers (${runtime})`, async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const limiter = createFixedWindowLimiter({ name: "pay", limit: 5, windowMs: 60_000, clock, store: createRateStore(backend, { clock, timeoutMs: 60_000 }) });
+    let charged = 0;
+    const app = new Hono();
+    const mw = hygiene({ clock, loadMonitor: false, requestTimeoutMs: 1000 });
+    app.use(mw);
+    app.post("/charge", rateLimit({ limiter }), (c) => (charged++, c.text("charged")));
+    try {
+      const pending = app.request("/charge", { method: "POST" }, { peer: { address: "10.0.0.1" } });
+      await flushMicrotasks();
+      assert.equal(backend.open.length, 1, "waiting for the store");
+      clock.advance(1020); // the deadline wheel fires within one tick
+      assert.equal((await pending).status, 408);
+      backend.open[0]!.resolve([ALLOW(4)]);
+      await flushMicrotasks();
+      assert.equal(charged, 0, "the route never ran after the client was told 408");
+    } finally {
+      mw.guard.dispose();
+    }
+  });
 });

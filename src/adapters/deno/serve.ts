@@ -52,15 +52,17 @@ export interface DenoServeOptions extends ServeOptions, DenoHostOptions {
 // dropped as well: the drain waits for the connection, and Deno reading a slow upload's rest
 // turned a clean drain forced (a review). An answer given before the signal to a client still
 // sending that rest at the drain holds it the same way (the capability table).
-// A request that arrived after the stop (the port still accepts while the stop waits for the
-// uploads in progress: uploads.ts) is dropped after its answer whatever its body's size: Deno
-// reading even a small rest held the drain at that client's pace (a review: a stalled 20-byte
-// POST made a clean drain forced).
-function _drops(request: Request, res: Response, drop: boolean, draining: boolean, arrivedStopping: boolean): boolean {
+// A request that arrived while the stop waits for the uploads in progress (uploads.ts: past the
+// pre-stop delay, the port still accepting only for them) is dropped after its answer (the
+// draining gate's 503) whatever its body's size: Deno reading even a small rest held the drain
+// at that client's pace (a review: a stalled 20-byte POST made a clean drain forced). Before
+// the server would have refused its connection. Not one served in the pre-stop delay: a drop
+// with the rest unread can reset a handler's answer away.
+function _drops(request: Request, res: Response, drop: boolean, draining: boolean, arrivedLate: boolean): boolean {
   if (dropsConnection(res)) return true;
   // A GET or HEAD is never answered for an unread body (its body is not checked on Deno).
   if (!drop || (res.status !== 413 && !draining) || request.method === "GET" || request.method === "HEAD") return false;
-  if (arrivedStopping && !request.bodyUsed && res.headers.get("connection") === "close") return true;
+  if (arrivedLate && !request.bodyUsed && res.headers.get("connection") === "close") return true;
   // A body the handler read from is not dropped for (its rest comes at the client's pace, as it
   // did while the handler read it), but for the body cap's 413.
   if (res.headers.get("connection") !== "close" || (request.bodyUsed && res.status !== 413)) return false;
@@ -100,10 +102,10 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | un
         let answered = fetch(watch?.watch(request) ?? request, new _PeerInfo(info, watch === undefined));
         // From the stop signal on, every answer says the connection closes (_closing). Deno
         // itself keeps the connection open after it: the client (a proxy's pool) closes it.
-        const arrivedStopping = stopping?.aborted === true;
-        if (arrivedStopping) answered = _closing(answered);
+        if (stopping?.aborted === true) answered = _closing(answered);
         if (watch === undefined) return answered;
-        const end = (res: Response) => (_drops(request, res, drop, stopping?.aborted === true, arrivedStopping) ? watch.ending(res) : res);
+        const arrivedLate = uploads.awaited;
+        const end = (res: Response) => (_drops(request, res, drop, stopping?.aborted === true, arrivedLate) ? watch.ending(res) : res);
         return answered instanceof Promise ? answered.then(end) : end(answered);
       },
       onError(error) {

@@ -25,6 +25,11 @@ export class _Uploads {
     completed?.then(end, end);
   }
 
+  /** Whether the stop waits for uploads now (the port accepts only for them). */
+  get awaited(): boolean {
+    return this.#awaited !== undefined;
+  }
+
   /** Settles once every upload open now has ended, or at {@linkcode cut}. */
   ended(): Promise<void> {
     if (this.#open.size === 0) return Promise.resolve();

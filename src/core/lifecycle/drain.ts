@@ -147,6 +147,7 @@ async function _run(server: Server, controller: ShutdownController, config: _Con
     // is reported (and serve()'s process exits on it).
     const work = config.work;
     if (work !== undefined && work.inFlight > 0) {
+      config.log({ level: "error", msg: "server failed; answering the requests in flight first", inFlight: work.inFlight, error: ended.error });
       const deadline = config.clock.now() + config.drainTimeoutMs;
       await _within(config.clock, deadline, _orNever(() => work.idle(), config.log, "in-flight idle failed")).catch(() => {});
       // Their answers are being written: nothing else keeps a process whose listener is gone

@@ -291,6 +291,7 @@ describe("drain", () => {
     s.server.fail(new Error("Too many open files (os error 24)"));
     await tick();
     assert.equal(state.settledAt, undefined, "still answering what it admitted");
+    assert.deepEqual(s.fake.logs.filter((r) => r.level === "error").map((r) => [r.msg, r.inFlight]), [["server failed; answering the requests in flight first", 1]], "said at once, not when the wait ends");
     s.clock.advance(1_000);
     permit.release();
     await tick();
