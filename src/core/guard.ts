@@ -145,7 +145,8 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   // Gate 10, the handler: its run, its one answer, and its deadline's 408 (handler_run.ts).
   const handlerRun = _handlerRun({ clock, requestTimeoutMs: config.requestTimeoutMs, longLived, refuse, onError, onEvent: o.onEvent });
   const { run, onDeadline } = handlerRun;
-  const admissionHost: _AdmissionHost = {
+  const admissionHost: { -readonly [K in keyof _AdmissionHost]: _AdmissionHost[K] } = {
+    forcedDrains: 0,
     // The admission itself is the wheel's argument: no closure a deadline.
     scheduleDeadline: (ms, now, a) => deadlines.schedule(ms, onDeadline, now, a),
     now: () => clock.now(),
@@ -161,11 +162,11 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     },
   };
 
-  // When a forced drain came (work.abortAll): a request that started before it and is still
-  // waiting at a gate goes no further. One that starts later is served as the guard serves it
-  // (a guard used again after its drain: tests, an in-process restart).
-  let forcedAt = -Infinity;
-  const forced = (a: _Admission) => a.startedAt <= forcedAt;
+  // A forced drain (work.abortAll) came since a request started: still waiting at a gate, it
+  // goes no further. One that starts later is served as the guard serves it (a guard used again
+  // after its drain: tests, an in-process restart). Counted, not timed: a coarse or manual
+  // clock reads a later request's start as the drain's instant.
+  const forced = (a: _Admission) => a.drainsAtStart !== admissionHost.forcedDrains;
   // Runs the gates from `i` on: synchronously until one answers with a promise (a shed wait),
   // then on from there once it settles. The first refusal ends the request, answered at once.
   // A gate that throws (a runtime's Request it cannot copy) lets go of what the request holds
@@ -273,7 +274,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
         // Requests still waiting at a gate (the admission queue, a key's slot, a later turn) are
         // answered the forced 503 too, now; any other wait (a shared store's answer) when it
         // ends: a permit coming back, or a store answering, later must not start their handlers.
-        forcedAt = clock.now();
+        admissionHost.forcedDrains++;
         for (const gate of gates) gate.refuseWaiting?.();
         for (const a of handlerRun.running()) {
           a.abandon(reason);

@@ -143,7 +143,8 @@ const knobs: Knob[] = [
     name: "preStopDelayMs",
     field: "preStopDelayMs",
     valid: nonNegInt,
-    fits: (v) => (v as number) < 5000,
+    // A request admitted at the delay's end must reach its deadline inside the window: delay + 1000 < 5000.
+    fits: (v) => (v as number) < 4000,
     build: (v) => () => validateLifecycle({ requestTimeoutMs: 1000, drainTimeoutMs: 5000, preStopDelayMs: v as number }),
   },
   {

@@ -12,6 +12,7 @@ export class _Uploads {
   /** The uploads the stop waits for (those open when it came), and its wake-up. */
   #awaited: Set<_BodyWatch> | undefined = undefined;
   #wake: (() => void) | undefined = undefined;
+  #ending: Promise<void> | undefined = undefined;
 
   /** `watch`'s body is open until it is read to its end, fails, or its request's answer completed. */
   add(watch: _BodyWatch, completed: Promise<void> | undefined): void {
@@ -32,9 +33,10 @@ export class _Uploads {
 
   /** Settles once every upload open now has ended, or at {@linkcode cut}. */
   ended(): Promise<void> {
+    if (this.#ending !== undefined) return this.#ending; // asked again (serve()'s failure path): the same wait
     if (this.#open.size === 0) return Promise.resolve();
     this.#awaited = new Set(this.#open);
-    return new Promise((resolve) => (this.#wake = resolve));
+    return (this.#ending = new Promise((resolve) => (this.#wake = resolve)));
   }
 
   /** Stops waiting (the drain was forced, or the last awaited upload ended). */

@@ -24,6 +24,8 @@ export interface _AdmissionHost {
   report(event: HygieneEvent): void;
   /** Computes `a.key` when no keyed gate did (on failure: a fault reported, `a.keyFailed` set). */
   computeKey(a: _Admission): void;
+  /** How many forced drains the guard has had: an admission is forced out by one that came after it started. */
+  readonly forcedDrains: number;
 }
 
 // One reason on every runtime (they report a client leaving as AbortError, BadResource or
@@ -85,6 +87,8 @@ export class _Admission {
   /** Links in the guard's list of running handlers (_linked_list.ts). */
   prevLink: _Admission | undefined = undefined;
   nextLink: _Admission | undefined = undefined;
+  /** The guard's forced drains when it started (a later one forces it out of any wait). */
+  readonly drainsAtStart: number;
   readonly #host: _AdmissionHost;
   /** What the gates handed out (at most a per-key slot, then a permit), released last first, once. */
   #first: Disposable | undefined = undefined;
@@ -106,6 +110,7 @@ export class _Admission {
     this.info = info;
     this.startedAt = startedAt;
     this.timeoutMs = timeoutMs;
+    this.drainsAtStart = host.forcedDrains;
   }
 
   /** The adapter built the request (Node's head path): the gates from here on and the handler read it. */

@@ -38,6 +38,7 @@ function setup() {
     onEvent: (event) => void events.push(event),
   });
   const host: _AdmissionHost = {
+    forcedDrains: 0,
     scheduleDeadline: (ms, _now, a) => clock.setTimeout(() => run.onDeadline(a), ms),
     now: () => clock.now(),
     validateTimeout: (ms) => ms,
