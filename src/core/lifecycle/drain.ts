@@ -224,6 +224,11 @@ async function _drain(server: Server, controller: ShutdownController, info: Stop
   const drainedAt = clock.now();
 
   if (controller.pendingJoins > 0) await _within(clock, deadline, controller.joined());
+  // Requests drained clean, but background work joined to the stop did not finish: the outcome
+  // stays the requests' (clean or forced), and this says what an exit now would lose.
+  if (controller.pendingJoins > 0) {
+    log({ level: "warn", msg: "drain window ran out with joined background tasks pending", joinsPending: controller.pendingJoins, drainTimeoutMs });
+  }
   return Object.freeze({
     outcome: inTime ? "clean" : "forced",
     stillRunning,

@@ -375,6 +375,7 @@ describe("drain", () => {
     assert.equal(flushedAt, 25_000);
     assert.equal(state.outcome?.outcome, "clean");
     assert.equal(state.outcome?.joinsPending, 1);
+    assert.deepEqual(s.fake.logs.filter((r) => r.level === "warn").map((r) => [r.msg, r.joinsPending]), [["drain window ran out with joined background tasks pending", 1]], "what an exit now loses is said");
   });
 
   test("drain: after a forced drain joins get no time at all", async () => {
