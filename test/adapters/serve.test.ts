@@ -165,6 +165,36 @@ describe(`adapter serve (${runtime})`, () => {
     assert.equal((await outcome).outcome, "clean");
   });
 
+  test(`adapter serve: a request with no body running at the stop does not keep the port open: new connections are refused at once (Deno gives a bodiless POST a body stream) (${runtime})`, async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const logs: string[] = [];
+    const handle = await serveHere(async () => (await held, new Response("done")), { drainTimeoutMs: 10_000, requestTimeoutMs: 5_000, log: (record) => void logs.push(String(record.msg)) });
+    const port = handle.address.port;
+    const running = [
+      rawRequest(port, "POST /jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"),
+      rawRequest(port, "DELETE /jobs/1 HTTP/1.1\r\nHost: x\r\n\r\n"),
+    ];
+    try {
+      await within((async () => {
+        while (handle.guard.inFlight < 2) await delay(5);
+      })(), "both requests running");
+      const drained = handle.shutdown("deploy");
+      let refused = false;
+      for (let i = 0; i < 250 && !refused; i++) {
+        refused = await openSock(port).then((s) => (s.destroy(), false), () => true);
+        if (!refused) await delay(20);
+      }
+      assert.ok(refused, "new connections refused while the bodiless requests still run");
+      release();
+      for (const res of await Promise.all(running)) assert.equal(res.status, 200);
+      assert.equal((await drained).outcome, "clean");
+    } finally {
+      release();
+      await handle.shutdown();
+    }
+  });
+
   test(`adapter serve: an upload in progress when a graceful drain starts is read to its end and answered; the drain is clean (Deno's shutdown fails a body read: the stop waits for it) (${runtime})`, async () => {
     const seen: string[] = [];
     const logs: string[] = [];

@@ -52,6 +52,15 @@ export interface DenoServeOptions extends ServeOptions, DenoHostOptions {
 // dropped as well: the drain waits for the connection, and Deno reading a slow upload's rest
 // turned a clean drain forced (a review). An answer given before the signal to a client still
 // sending that rest at the drain holds it the same way (the capability table).
+// Whether a request with a body stream has a body to wait for at the stop: Deno gives every
+// request but a GET or HEAD one, an empty one too (Content-Length: 0, or neither length nor
+// chunking on HTTP/1.1, all serve() speaks) — counted, a bodiless POST running at the stop
+// kept the port open for the whole of its handler (a review).
+function _uploads(headers: Headers): boolean {
+  const declared = declaredLength(headers);
+  return declared.kind === "length" ? declared.bytes > 0 : headers.has("transfer-encoding");
+}
+
 // A request that arrived while the stop waits for the uploads in progress (uploads.ts: past the
 // pre-stop delay, the port still accepting only for them) is dropped after its answer (the
 // draining gate's 503) whatever its body's size: Deno reading even a small rest held the drain
@@ -62,6 +71,9 @@ function _drops(request: Request, res: Response, drop: boolean, draining: boolea
   if (dropsConnection(res)) return true;
   // A GET or HEAD is never answered for an unread body (its body is not checked on Deno).
   if (!drop || (res.status !== 413 && !draining) || request.method === "GET" || request.method === "HEAD") return false;
+  // Nor a request whose body is empty (Content-Length: 0, or no length on HTTP/1.1): Deno has
+  // nothing to read, and its answer was cut for an "unknown length" (a DELETE at the drain).
+  if (!_uploads(request.headers)) return false;
   if (arrivedLate && !request.bodyUsed && res.headers.get("connection") === "close") return true;
   // A body the handler read from is not dropped for (its rest comes at the client's pace, as it
   // did while the handler read it), but for the body cap's 413.
@@ -98,7 +110,7 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | un
         _watchLegacyAbort(request, info, options.log);
         // A body is read through a watch, so a response the core marked can end the connection.
         const watch = request.body === null ? undefined : new _BodyWatch();
-        if (watch !== undefined) uploads.add(watch, info.completed);
+        if (watch !== undefined && _uploads(request.headers)) uploads.add(watch, info.completed);
         let answered = fetch(watch?.watch(request) ?? request, new _PeerInfo(info, watch === undefined));
         // From the stop signal on, every answer says the connection closes (_closing). Deno
         // itself keeps the connection open after it: the client (a proxy's pool) closes it.
