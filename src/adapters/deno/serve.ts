@@ -67,13 +67,13 @@ function _uploads(headers: Headers): boolean {
 // at that client's pace (a review: a stalled 20-byte POST made a clean drain forced). Before
 // the server would have refused its connection. Not one served in the pre-stop delay: a drop
 // with the rest unread can reset a handler's answer away.
-function _drops(request: Request, res: Response, drop: boolean, draining: boolean, arrivedLate: boolean): boolean {
+function _drops(request: Request, res: Response, drop: boolean, draining: boolean, hasBody: boolean, arrivedLate: boolean): boolean {
   if (dropsConnection(res)) return true;
   // A GET or HEAD is never answered for an unread body (its body is not checked on Deno).
   if (!drop || (res.status !== 413 && !draining) || request.method === "GET" || request.method === "HEAD") return false;
   // Nor a request whose body is empty (Content-Length: 0, or no length on HTTP/1.1): Deno has
   // nothing to read, and its answer was cut for an "unknown length" (a DELETE at the drain).
-  if (!_uploads(request.headers)) return false;
+  if (!hasBody) return false;
   if (arrivedLate && !request.bodyUsed && res.headers.get("connection") === "close") return true;
   // A body the handler read from is not dropped for (its rest comes at the client's pace, as it
   // did while the handler read it), but for the body cap's 413.
@@ -110,14 +110,15 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | un
         _watchLegacyAbort(request, info, options.log);
         // A body is read through a watch, so a response the core marked can end the connection.
         const watch = request.body === null ? undefined : new _BodyWatch();
-        if (watch !== undefined && _uploads(request.headers)) uploads.add(watch, info.completed);
+        const hasBody = watch !== undefined && _uploads(request.headers);
+        if (hasBody) uploads.add(watch, info.completed);
         let answered = fetch(watch?.watch(request) ?? request, new _PeerInfo(info, watch === undefined));
         // From the stop signal on, every answer says the connection closes (_closing). Deno
         // itself keeps the connection open after it: the client (a proxy's pool) closes it.
         if (stopping?.aborted === true) answered = _closing(answered);
         if (watch === undefined) return answered;
         const arrivedLate = uploads.awaited;
-        const end = (res: Response) => (_drops(request, res, drop, stopping?.aborted === true, arrivedLate) ? watch.ending(res) : res);
+        const end = (res: Response) => (_drops(request, res, drop, stopping?.aborted === true, hasBody, arrivedLate) ? watch.ending(res) : res);
         return answered instanceof Promise ? answered.then(end) : end(answered);
       },
       onError(error) {

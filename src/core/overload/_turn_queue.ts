@@ -100,7 +100,7 @@ export class _TurnQueue {
     this.#timer = undefined;
     this.#q.timed = false;
     const now = this.#clock.now();
-    for (let w = this.#q.take(now, Infinity); w !== undefined; w = this.#q.take(now, Infinity)) w.settle(admit ? now : "queue-timeout");
+    this.#q.settleAll(now, admit ? now : "queue-timeout");
   }
 
   /** Settles the next time no request waits (at once if none does). */

@@ -155,6 +155,11 @@ export class _WaitQueue {
     return w;
   }
 
+  /** Takes every waiter out, each settled with `outcome` (its owner closing, a forced drain). */
+  settleAll(now: number, outcome: number | "queue-timeout"): void {
+    for (let w = this.take(now, Infinity); w !== undefined; w = this.take(now, Infinity)) w.settle(outcome);
+  }
+
   /** A waiter leaves early (its client went away): out of the count now, out of the array lazily. */
   remove(w: _Waiter): void {
     if (!w.live) return;

@@ -101,7 +101,7 @@ export interface _ConcurrencyLimit extends ConcurrencyLimit {
    * undefined, and then `done(ctx, …)` once, from the release or the timer that ends the wait.
    */
   _acquireFor<C>(ctx: C, done: (ctx: C, p: Permit | Refusal) => void, signal?: AbortSignalLike, arrived?: number): Permit | Refusal | undefined;
-  /** Ends every wait now, oldest first, each refused as its wait bound would ("queue-timeout"): the caller's forced drain. */
+  /** Ends every wait now, each refused as its wait bound would ("queue-timeout"): the caller's forced drain. */
   _refuseWaiting(): void;
 }
 
@@ -300,10 +300,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       });
     },
     _acquireFor: acquireFor,
-    _refuseWaiting() {
-      const now = clock.now();
-      for (let w = queue.take(now, Infinity, true); w !== undefined; w = queue.take(now, Infinity, true)) w.settle("queue-timeout");
-    },
+    _refuseWaiting: () => queue.settleAll(clock.now(), "queue-timeout"),
     idle() {
       return inFlight === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve));
     },
