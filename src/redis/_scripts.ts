@@ -1,7 +1,9 @@
 // The Lua of the Redis store: one fragment per algorithm, mirroring the in-memory limiters'
 // arithmetic step for step (same IEEE doubles, same order of operations, state written with
 // %.17g so it reads back exactly), so a shared limiter answers as the in-memory one would at
-// the server's time. A call's script is the driver plus the fragments of the algorithms it
+// the server's time. One departure: TIME is the server's wall clock, which can go back, where
+// the in-memory limiters' clock cannot; state stored in the server's future is taken as a
+// budget that has come back. A call's script is the driver plus the fragments of the algorithms it
 // uses: one script per algorithm, and one for a scoped call that mixes them.
 //
 // KEYS[i]: the budget of check i. ARGV: 5 per check: kind ("f" | "t"), cost, limit (burst),
@@ -19,7 +21,10 @@ local function fixed_window(key, now, cost, limit, window)
   if v[1] or v[2] then
     if not (start and count) then error('corrupt fixed window entry') end
     local elapsed = now - start
-    if elapsed < window then
+    -- A start after now: the server's clock went back (an NTP step, a failover to a replica
+    -- behind). That window has ended: kept, its count and its expiry, set by the old clock,
+    -- would refuse the key for as long as the step (a review: an hour's 429s).
+    if elapsed >= 0 and elapsed < window then
       local reset = window
       if elapsed > 0 then reset = window - elapsed end
       if count + cost > limit then return false, reset, limit - count, reset, nil end
@@ -46,7 +51,9 @@ local function token_bucket(key, now, cost, tolerance, interval)
   if stored then
     local st = tonumber(stored)
     if not st then error('corrupt token bucket entry') end
-    if st > now then tat = st end
+    -- An admitted take stores at most now + tolerance (+ slack): a later one means the server's
+    -- clock went back, and the bucket is full again, not empty for as long as the step.
+    if st > now + tolerance + interval then tat = now elseif st > now then tat = st end
   end
   local nxt = tat + cost * interval
   local allow_at = nxt - tolerance

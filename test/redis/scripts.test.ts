@@ -175,6 +175,39 @@ describe(`redis scripts against a real redis-server (${runtime})`, () => {
     }
   });
 
+  // A review: TIME is the server's wall clock. Stepped back an hour (NTP, a VM restore, a
+  // failover to a replica behind), a window started "later" never ended and a bucket's stored
+  // time stayed ahead: every active key got 429 for the hour, its expiry pushed back as far.
+  test(`state stored in the server's future (its clock went back) is a budget come back, not a lockout (${runtime})`, async () => {
+    for (const { name, client } of list) {
+      const store = storeFor(client);
+      const prefix = `t${run - 1}:`;
+      const windowed = createFixedWindowLimiter({ name: "ip", limit: 2, windowMs: 60_000, store });
+      const bucket = createTokenBucketLimiter({ name: "api", ratePerSecond: 1, burst: 2, store });
+      assert.equal((await windowed.take("k")).allowed, true, name);
+      assert.equal((await bucket.take("k")).allowed, true, name);
+      const [sec, usec] = (await redis.command("TIME")) as [string, string];
+      const ahead = Number(sec) * 1000 + Number(usec) / 1000 + 3_600_000;
+      const keys = (await redis.command("KEYS", `${prefix}*`)) as string[];
+      assert.equal(keys.length, 2, name);
+      for (const key of keys) {
+        // What the keys hold once the clock has gone back an hour: spent, and dated ahead.
+        if (key.includes(":fw:")) {
+          await redis.command("HSET", key, "s", String(ahead), "c", "2");
+          await redis.command("PEXPIRE", key, "3661000");
+        } else await redis.command("SET", key, String(ahead), "PX", "3602000");
+      }
+      const w = await windowed.take("k");
+      const b = await bucket.take("k");
+      assert.deepEqual([w.allowed, b.allowed], [true, true], `${name}: ${JSON.stringify([w, b])}`);
+      for (const key of keys) {
+        // Rewritten at the server's time: the window's expiry is its own again, the bucket's its refill.
+        const ttl = Number(await redis.command("PTTL", key));
+        assert.ok(ttl > 0 && ttl <= (key.includes(":fw:") ? 61_000 : 2_000), `${name} ${key} ${ttl}`);
+      }
+    }
+  });
+
   test(`a flushed script cache is reloaded on NOSCRIPT and the call still answers (${runtime})`, async () => {
     for (const { name, client } of list) {
       const store = storeFor(client);

@@ -117,9 +117,16 @@ function _insured(members: readonly _Member[], cost: number, now: number, sink: 
   }
 }
 
+// A store's times are bounded by the limiter's window: no answer of a limiter's own waits
+// longer (a window's reset; a bucket's refill). A store's clock that went back (Redis's TIME
+// after an NTP step or a failover) or a custom store's mistake could otherwise deny a key, and
+// cache that denial on every instance, for as long as the error (a review: ten minutes' 429s
+// after a 3 s glitch).
+const _within = (ms: number, l: _SharedView): number => (ms > 0 ? (ms < l.windowMs ? ms : l.windowMs) : 0);
+
 function _result(m: _Member, r: RateStoreResult): RateDecision {
   const l = m.limiter;
-  return _decision(r.allowed, r.allowed ? 0 : r.retryAfterMs, r.remaining, l.limit, r.resetMs, l.windowMs, r.allowed ? undefined : "over-limit");
+  return _decision(r.allowed, r.allowed ? 0 : _within(r.retryAfterMs, l), r.remaining, l.limit, _within(r.resetMs, l), l.windowMs, r.allowed ? undefined : "over-limit");
 }
 
 /** Takes `cost` from every member's budget, all or nothing. Members share one store. */
@@ -164,7 +171,7 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
       // at least: cached that long, never longer.
       const m = members[i]!;
       const denied = parts(m).denied;
-      const entry = { until: now + r.retryAfterMs, cost, remaining: r.remaining, resetAt: now + r.resetMs };
+      const entry = { until: now + _within(r.retryAfterMs, m.limiter), cost, remaining: r.remaining, resetAt: now + _within(r.resetMs, m.limiter) };
       if (denied.get(m.key) !== undefined || denied.makeRoom(now)) denied.set(m.key, entry);
     }
     if (first >= 0) return { d: _result(members[first]!, a.results[first]!), at: first };

@@ -75,6 +75,29 @@ describe("shared limiter", () => {
     assert.deepEqual([cached.allowed, cached.retryAfterMs, cached.resetMs], [false, 400, 1400]);
   });
 
+  // A review: Redis's clock stepped back 10 min for 3 s; the store answered retryAfterMs ≈ 600 s
+  // for a 1 s bucket, every instance cached that denial and answered 429 for ten minutes.
+  test("shared limiter: a store's times past the limiter's window are bounded by it, in the answer and in the denied-key cache", async () => {
+    const { clock, backend, limiter } = setup();
+    const first = limiter.take("k");
+    backend.calls[0]!.resolve([{ allowed: false, retryAfterMs: 600_000, remaining: 0, resetMs: 600_000 }]);
+    const d = await first;
+    assert.deepEqual([d.allowed, d.retryAfterMs, d.resetMs], [false, 1000, 1000]);
+    clock.advance(999);
+    const cached = limiter.take("k");
+    assert.ok(!(cached instanceof Promise), "still cached within the window");
+    assert.deepEqual([cached.allowed, cached.retryAfterMs], [false, 1]);
+    clock.advance(1);
+    const second = limiter.take("k");
+    assert.ok(second instanceof Promise, "after one window the store is asked again");
+    assert.equal(backend.calls.length, 2);
+    // A negative time (a clock that went forward under the store) is no wait at all.
+    backend.calls[1]!.resolve([{ allowed: false, retryAfterMs: -5, remaining: 0, resetMs: -5 }]);
+    assert.deepEqual([(await second).retryAfterMs, (await second).resetMs], [0, 0]);
+    assert.ok(limiter.take("k") instanceof Promise, "a denial of no wait is not answered from the cache");
+    assert.equal(backend.calls.length, 3);
+  });
+
   test("shared limiter: the denied-key cache is bounded, and 0 disables it", async () => {
     const { backend, limiter } = setup({ maxDeniedKeys: 2 });
     for (const key of ["a", "b", "c"]) {
