@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
-import { _carried, _guardedFetch, type AbortSignalLike, createGuard, type Guard, type GuardOptions, type Host, type PeerAddress } from "../core/mod.ts";
-import { _clientGoneOf, _clientLeftOf, CONTEXT_KEY, peerOf, type _WithContext } from "./context.ts";
+import { _carried, _guardedFetch, _safeLogger, consoleLogger, type AbortSignalLike, createGuard, type Guard, type GuardOptions, type Host, type PeerAddress } from "../core/mod.ts";
+import { _clientGoneOf, _clientLeftOf, CONTEXT_KEY, hygieneContext, peerOf, type _WithContext } from "./context.ts";
 
 /** Options of {@linkcode hygiene}: the guard's options. */
 export type HygieneOptions = GuardOptions;
@@ -174,7 +174,24 @@ export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddlewar
       deliver: (res, info, early) => answer((info as _HonoInfo).c, res, early),
     },
   );
+  // A request another guard already holds (an outer hygiene(), or serve()'s guard: the app
+  // served by serve-hygiene's adapters) is that guard's: guarded twice, the inner's early
+  // answer reached the client as an empty 200, and the outer gave its permit back while the
+  // route still ran (a review). This one steps aside, and says so once.
+  const log = _safeLogger(options?.log ?? host?.log ?? consoleLogger);
+  let nested = false;
+  const stepAside = (next: Parameters<MiddlewareHandler>[1]) => {
+    if (!nested) {
+      nested = true;
+      log({
+        level: "warn",
+        msg: "hygiene() on a request another guard already holds (an outer hygiene(), or serve-hygiene's serve()) steps aside: the outer guard's options apply; set a route's own with timeout(), bodyLimit(), rateLimit(), inFlightCap()",
+      });
+    }
+    return next();
+  };
   const middleware = function hygiene(c: Parameters<MiddlewareHandler>[0], next: Parameters<MiddlewareHandler>[1]): Promise<void> | Response | undefined {
+    if (hygieneContext(c) !== undefined) return stepAside(next);
     const answered = guarded(c.req.raw, new _HonoInfo(c, next));
     if (answered instanceof Response) {
       answer(c, answered);

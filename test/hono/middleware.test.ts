@@ -646,6 +646,60 @@ describe(`hono middleware (${runtime})`, () => {
     assert.equal(await text, "data: open\n\n");
   });
 
+  // A review: two hygiene() on nested routes (or one under serve()'s guard) — the inner's 408
+  // reached the client as an empty 200, and the outer gave its permit back while the route ran.
+  test("hono: hygiene() on a request another guard already holds (an outer hygiene() on a sub-app, or guard.wrap/serve()) steps aside: the outer's deadline, limit and answer hold, one warning logged", async () => {
+    const clock = createManualClock();
+    const logs: { level: string; msg: string }[] = [];
+    const log = (r: { level: string; msg: string }) => void logs.push(r);
+    let gate = deferred();
+    const build = () => {
+      const api = new Hono();
+      api.use(hygiene({ requestTimeoutMs: 500, loadMonitor: false, clock, log }));
+      api.get("/slow", async (c) => (await gate.promise, c.text("late")));
+      api.get("/ctx", (c) => c.text(String(hygieneContext(c)?.timeoutMs)));
+      return api;
+    };
+    const outer = hygiene({ concurrencyLimit: 1, shedWaitMs: 0, requestTimeoutMs: 1000, loadMonitor: false, clock, log });
+    const app = new Hono();
+    app.use(outer);
+    app.route("/api", build());
+    const served = build();
+    const guard = createGuard({ concurrencyLimit: 1, shedWaitMs: 0, requestTimeoutMs: 1000, loadMonitor: false, clock, log });
+    const wrapped = guard.wrap((r, info) => served.fetch(r, info));
+    try {
+      for (const [name, fetch, inFlight] of [
+        ["nested", (path: string) => app.request(path), () => outer.guard.inFlight],
+        ["under a guard", (path: string) => wrapped(new Request(`http://localhost${path}`)), () => guard.inFlight],
+      ] as const) {
+        gate = deferred();
+        // The route sees the outer guard's context.
+        assert.equal(await (await fetch("/api/ctx".slice(name === "nested" ? 0 : 4))).text(), "1000", name);
+        let settled = false;
+        const first = fetch("/api/slow".slice(name === "nested" ? 0 : 4)).then((r) => ((settled = true), r));
+        await flushMicrotasks();
+        clock.advance(600); // past the inner's 500 ms: nothing, it stepped aside
+        await flushMicrotasks();
+        assert.equal(settled, false, name);
+        assert.equal(inFlight(), 1, name);
+        assert.equal((await fetch("/api/ctx".slice(name === "nested" ? 0 : 4))).status, 503, `${name}: the outer's limit holds`);
+        clock.advance(400);
+        const res = await first;
+        assert.deepEqual([res.status, (await res.text()).length > 0], [408, true], name);
+        assert.equal(inFlight(), 1, `${name}: the straggler keeps its permit`);
+        gate.resolve();
+        await flushMicrotasks();
+        assert.equal(inFlight(), 0, name);
+      }
+      const warned = logs.filter((r) => r.msg.includes("steps aside"));
+      assert.equal(warned.length, 2, "once a middleware instance: " + JSON.stringify(logs));
+      assert.ok(warned.every((r) => r.level === "warn"));
+    } finally {
+      guard.dispose();
+      outer.guard.dispose();
+    }
+  });
+
   // A review: with serve({ clientKey: { trustedProxies } }) and no keyed gate of its own, the
   // route helpers keyed every client by the proxy's address (one budget for everyone).
   test("hono: route rateLimit()/inFlightCap() key by the guard's clientKey even when the guard has no keyed gate; a route's own key wins", async () => {

@@ -9,7 +9,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Hono } from "hono";
-import { hygiene } from "../../src/hono/mod.ts";
+import { hygiene, rateLimit } from "../../src/hono/mod.ts";
+import { createScopedLimiter } from "../../src/core/limits/scopes.ts";
+import { ALLOW, createFakeBackend } from "../support/fake_store.ts";
+import { flushMicrotasks } from "../support/flush.ts";
 import type * as HonoMod from "../../src/hono/mod.ts";
 import type * as RootMod from "../../src/mod.ts";
 import type { DenyEvent } from "../../src/core/events.ts";
@@ -47,6 +50,24 @@ describe(`hono: two copies of the package (${runtime})`, () => {
       assert.deepEqual(statuses, [200, 429]);
       // The other copy's refusals reach this copy's guard's sinks.
       assert.deepEqual(denied.map((e) => [e.layer, e.status]), [["body", 413], ["rate", 429]]);
+
+      // A shared limiter (one with a store) from the other copy: a route's limiter and a scope
+      // here, asking its store (a review: refused at construction as "must be a rate limiter").
+      const backend = createFakeBackend();
+      const shared = otherRoot.createFixedWindowLimiter({ name: "api", limit: 5, windowMs: 60_000, store: otherRoot.createRateStore(backend) });
+      const app2 = new Hono();
+      app2.use(hygiene());
+      app2.get("/shared", rateLimit({ limiter: shared }), (c) => c.text("ok"));
+      const viaRoute = app2.fetch(new Request("http://localhost/shared"));
+      await flushMicrotasks();
+      backend.calls.at(-1)!.resolve([ALLOW(4)]);
+      assert.equal((await viaRoute).status, 200);
+      const scoped = createScopedLimiter({ scopes: [{ name: "api", limiter: shared }] });
+      const taken = scoped.take(new Request("http://localhost/"));
+      await flushMicrotasks();
+      backend.calls.at(-1)!.resolve([ALLOW(3)]);
+      assert.equal((await taken).allowed, true);
+      assert.equal(backend.calls.length, 2);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

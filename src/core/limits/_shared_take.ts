@@ -35,7 +35,10 @@ export interface _SharedParts {
 }
 
 /** Where a shared limiter keeps its parts. */
-export const _SHARED: unique symbol = Symbol("serve-hygiene.shared-limiter") as never;
+// A registry symbol, as the context's: a shared limiter made by another copy of the package (a
+// bundled sub-app's, a dependency's own) is one here too — with a private symbol it was refused
+// as "needs a limiter of its own" / "must be a rate limiter" (a review).
+export const _SHARED: unique symbol = Symbol.for("serve-hygiene.shared-limiter") as never;
 
 /** What the take reads of a shared limiter (shared_limiter.ts's SharedRateLimiter fits). */
 export interface _SharedView {

@@ -103,8 +103,8 @@ export function isRateLimitedError(error: unknown): error is RateLimitedError {
   return _hasCode<RateLimitedError>(error, CODE, "retryAfterMs");
 }
 
-/** Where the core's limiters keep their own event sink (internal). */
-export const _SINK: unique symbol = Symbol("serve-hygiene.sink") as never;
+/** Where the core's limiters keep their own event sink (internal); a registry symbol, so another copy's limiter reports there too. */
+export const _SINK: unique symbol = Symbol.for("serve-hygiene.sink") as never;
 
 /**
  * A limiter's own event sink, when it is one of the core's: a route middleware without a guard
