@@ -646,6 +646,36 @@ describe(`hono middleware (${runtime})`, () => {
     assert.equal(await text, "data: open\n\n");
   });
 
+  // A soak review: Hono answers HEAD by running the GET route and dropping its Response for a
+  // bodiless copy, so a long-lived route's tracked body was never read nor cancelled: every
+  // HEAD stayed in work.streaming (and held its request) for good.
+  test("hono: a HEAD request to a long-lived route (noTimeout, shutdownSignal) leaves nothing tracked under hygiene()", async () => {
+    const stop = new AbortController();
+    const mw = hygiene({ loadMonitor: false, clock: createManualClock(), shutdown: { signal: stop.signal } });
+    const streaming = () => (mw.guard.work as { readonly streaming?: number }).streaming;
+    const app = new Hono();
+    app.use(mw);
+    const stream = () => new ReadableStream({ pull: (c) => c.enqueue(new TextEncoder().encode("data: x\n\n")) });
+    app.get("/events", noTimeout(), (c) => (void hygieneContext(c)?.shutdownSignal, new Response(stream(), { headers: { "content-type": "text/event-stream" } })));
+    app.get("/watch", (c) => (void hygieneContext(c)?.shutdownSignal, new Response(stream())));
+    for (const path of ["/events", "/watch"]) {
+      for (let i = 0; i < 3; i++) {
+        const res = await app.request(path, { method: "HEAD" });
+        assert.equal(res.status, 200);
+        assert.equal(res.body, null);
+      }
+    }
+    await flushMicrotasks();
+    assert.equal(streaming(), 0);
+    // A GET is tracked while it streams, as before.
+    const res = await app.request("/events");
+    assert.equal(streaming(), 1);
+    await res.body!.cancel();
+    await flushMicrotasks();
+    assert.equal(streaming(), 0);
+    mw.guard.dispose();
+  });
+
   // A review: two hygiene() on nested routes (or one under serve()'s guard) — the inner's 408
   // reached the client as an empty 200, and the outer gave its permit back while the route ran.
   test("hono: hygiene() on a request another guard already holds (an outer hygiene() on a sub-app, or guard.wrap/serve()) steps aside: the outer's deadline, limit and answer hold, one warning logged", async () => {
@@ -676,7 +706,7 @@ describe(`hono middleware (${runtime})`, () => {
         // The route sees the outer guard's context.
         assert.equal(await (await fetch("/api/ctx".slice(name === "nested" ? 0 : 4))).text(), "1000", name);
         let settled = false;
-        const first = fetch("/api/slow".slice(name === "nested" ? 0 : 4)).then((r) => ((settled = true), r));
+        const first = Promise.resolve(fetch("/api/slow".slice(name === "nested" ? 0 : 4))).then((r) => ((settled = true), r));
         await flushMicrotasks();
         clock.advance(600); // past the inner's 500 ms: nothing, it stepped aside
         await flushMicrotasks();

@@ -56,6 +56,10 @@ export function _createLongLived(stopping: AbortSignal | undefined, clock: Clock
       // answer from then on; this, a handler's answer to a request that was running at the signal).
       if (stopping?.aborted === true) res = _withClose(res);
       if (!ctx.watchesShutdown && !(ctx.timeoutMs === Infinity && serviceTimeoutMs !== Infinity)) return res;
+      // A HEAD answer sends no body: nothing to stream, nothing to track (Hono answers HEAD with
+      // a bodiless copy of the GET route's answer and drops it unread: tracked, every HEAD stayed
+      // in work.streaming, its request held, for good — a soak review).
+      if (ctx.request.method === "HEAD") return res;
       if (ctx.watchesShutdown) keep(ctx);
       return bodies.track(res, (cut) => {
         watching.delete(ctx);

@@ -86,6 +86,26 @@ describe("deadline wheel", () => {
     assert.deepEqual(fired, ["short", "kept"]);
   });
 
+  // A soak review: with one long request always open, each ended request of a route with an
+  // hour's deadline left its emptied slot in the wheel until the sweep reached it an hour later
+  // (~100 sets a second, ~1 MB a minute).
+  test("deadline wheel: a slot emptied by cancels is let go at once, while other deadlines stay pending", () => {
+    const clock = createManualClock();
+    const wheel = createDeadlineWheel({ clock, resolutionMs: 10 }) as Deadlines & { readonly slots: number };
+    let fired = 0;
+    wheel.schedule(3_600_000, () => fired++); // the long request that stays open
+    for (let i = 0; i < 200; i++) {
+      const h = wheel.schedule(3_600_000, () => fired++);
+      clock.advance(10); // outlives a tick: filed in its slot
+      h.cancel();
+    }
+    assert.equal(wheel.pending, 1);
+    assert.ok(wheel.slots <= 2, `emptied slots let go: ${wheel.slots} held`);
+    clock.advance(3_600_000);
+    assert.equal(fired, 1, "the one left fires");
+    assert.equal(wheel.slots, 0);
+  });
+
   test("deadline wheel: a zero delay still fires on the next tick", () => {
     const clock = createManualClock(20);
     const wheel = createDeadlineWheel({ clock, resolutionMs: 10 });
