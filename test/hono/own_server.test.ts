@@ -9,29 +9,7 @@ import { getConnInfo, hygiene, peerOf, rateLimit } from "../../src/hono/mod.ts";
 import { serveHere } from "../support/adapter.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { runtime } from "../support/runtime.ts";
-
-type Fetch = (request: Request, env?: unknown) => Response | Promise<Response>;
-
-/** Serves `fetch` on 127.0.0.1, port 0, with this runtime's own server. */
-async function ownServer(fetch: Fetch): Promise<{ port: number; close: () => Promise<void> }> {
-  const g = globalThis as unknown as Record<string, any>;
-  if (runtime === "bun") {
-    const server = g.Bun.serve({ port: 0, hostname: "127.0.0.1", fetch });
-    return { port: server.port, close: async () => void (await server.stop(true)) };
-  }
-  if (runtime === "deno") {
-    const server = g.Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, fetch);
-    return { port: server.addr.port, close: () => server.shutdown() };
-  }
-  const { serve } = await import("@hono/node-server");
-  return await new Promise((resolve) => {
-    const server = serve({ fetch, port: 0, hostname: "127.0.0.1" }, (info) =>
-      resolve({
-        port: info.port,
-        close: () => new Promise<void>((done) => ((server as unknown as { closeAllConnections(): void }).closeAllConnections(), server.close(() => done()))),
-      }));
-  });
-}
+import { ownServer } from "../support/own_server.ts";
 
 describe(`hono: hygiene() on the runtime's own server (${runtime})`, () => {
   test(`hono: a request whose body the guard capped keeps its peer: peerOf and a route's rateLimit key read it as for a GET (${runtime})`, async () => {

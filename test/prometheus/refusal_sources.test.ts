@@ -17,6 +17,7 @@ import { serveHere } from "../support/adapter.ts";
 import { parsePromText, valueOf } from "../support/prom_text.ts";
 import { rawConnect, type RawConnection } from "../support/raw_http.ts";
 import { openSock, parseResponse, within } from "../support/reliability.ts";
+import { ownServer } from "../support/own_server.ts";
 import { runtime } from "../support/runtime.ts";
 
 const TIMEOUT = { timeout: 15_000 };
@@ -120,13 +121,17 @@ describe(`refusal sources: every refusal reaches onDeny and the exporter (${runt
     const app = new Hono();
     app.use(hygiene({ shutdown: stop, ...sinks }));
     app.get("/", (c) => c.text("ok"));
-    await withServer(app.fetch, {}, async (handle) => {
-      assert.equal(await status(handle.address.port, "/"), 200);
+    // On the runtime's own server: under serve() hygiene() steps aside (serve()'s guard applies).
+    const server = await ownServer(app.fetch);
+    try {
+      assert.equal(await status(server.port, "/"), 200);
       stop.abort();
-      assert.equal(await status(handle.address.port, "/"), 503);
+      assert.equal(await status(server.port, "/"), 503);
       assert.equal(await denials(metrics, "draining", "draining"), 1);
       assertSaw(denies, "draining", "draining", 503);
-    });
+    } finally {
+      await server.close();
+    }
   });
 
   test("refusal sources: memory ceiling (gate 2) → memory/over-ceiling", TIMEOUT, async () => {
@@ -362,12 +367,24 @@ describe(`refusal sources: every refusal reaches onDeny and the exporter (${runt
     const app = new Hono();
     app.use(hygiene(sinks));
     app.post("/login", rateLimit({ limiter: createFixedWindowLimiter({ limit: 1, windowMs: 60_000, name: "auth" }), scope: "login" }), (c) => c.text("checked"));
-    await withServer(app.fetch, outer.sinks, async (handle) => {
-      assert.equal(await status(handle.address.port, "/login", { method: "POST" }), 200);
-      assert.equal(await status(handle.address.port, "/login", { method: "POST" }), 429);
+    const server = await ownServer(app.fetch);
+    try {
+      assert.equal(await status(server.port, "/login", { method: "POST" }), 200);
+      assert.equal(await status(server.port, "/login", { method: "POST" }), 429);
       assert.equal(await rateDenials(metrics, "auth", "login"), 1);
       assertSaw(denies, "rate", "over-limit", 429);
-      assert.equal(outer.denies.length, 0, "reported once, by the innermost guard");
+    } finally {
+      await server.close();
+    }
+    // Under serve() hygiene() steps aside: the route's refusal reaches serve()'s sinks, once.
+    const stepped = new Hono();
+    stepped.use(hygiene(watch().sinks));
+    stepped.post("/login", rateLimit({ limiter: createFixedWindowLimiter({ limit: 1, windowMs: 60_000, name: "auth2" }), scope: "login" }), (c) => c.text("checked"));
+    await withServer(stepped.fetch, outer.sinks, async (handle) => {
+      assert.equal(await status(handle.address.port, "/login", { method: "POST" }), 200);
+      assert.equal(await status(handle.address.port, "/login", { method: "POST" }), 429);
+      assertSaw(outer.denies, "rate", "over-limit", 429);
+      assert.equal(outer.denies.length, 1);
     });
   });
 
