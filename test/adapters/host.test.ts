@@ -32,6 +32,16 @@ describe(`host (${runtime})`, () => {
     assert.deepEqual(["SIGTERM", "SIGINT"].map((s) => process.listenerCount(s)), before);
   });
 
+  test(`host: the ${runtime} Host reads the process's CPU time, which grows with work done (the adaptive limit tells work queued for the CPU from work that waits by it)`, () => {
+    const host = runtime === "deno" ? createDenoHost() : runtime === "bun" ? createBunHost() : createNodeHost();
+    const before = host.cpuMs!()!;
+    const end = performance.now() + 30;
+    while (performance.now() < end);
+    const after = host.cpuMs!()!;
+    assert.ok(Number.isFinite(before) && before > 0, `${before}`);
+    assert.ok(after - before >= 15, `30 ms of work read as ${after - before} ms of CPU`);
+  });
+
   test(`host: the ${runtime} Host's memory figure (live memory; RSS on Bun) grows with held buffers and falls once they are collected`, () => {
     const host = runtime === "deno" ? createDenoHost() : runtime === "bun" ? createBunHost() : createNodeHost();
     // Offered exactly where the runtime lets a process ask: Bun always, V8 with --expose-gc.

@@ -30,6 +30,10 @@ export function createBunHost(options: BunHostOptions = {}): Host {
     setImmediate: (fn) => setImmediate(fn),
     clearImmediate: (id: ReturnType<typeof setImmediate>) => clearImmediate(id),
     collectGarbage: bun === undefined ? undefined : () => bun.gc(true),
+    cpuMs: () => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1000;
+    },
     signals: { add: (signal, handler) => process.on(signal, handler), remove: (signal, handler) => process.off(signal, handler) },
     exit: (code) => process.exit(code),
     setExitCode: (code) => void (process.exitCode = code),

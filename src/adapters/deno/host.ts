@@ -32,6 +32,11 @@ export function createDenoHost(options: DenoHostOptions = {}): Host {
       return m.heapUsed + m.external;
     },
     collectGarbage: typeof gc === "function" ? () => void gc() : undefined,
+    // Deno 2's process global (node:process), getrusage underneath.
+    cpuMs: () => {
+      const u = (globalThis as unknown as { process: { cpuUsage(): { user: number; system: number } } }).process.cpuUsage();
+      return (u.user + u.system) / 1000;
+    },
     signals: {
       add: (signal, handler) => Deno.addSignalListener(signal, handler),
       remove: (signal, handler) => Deno.removeSignalListener(signal, handler),

@@ -58,6 +58,10 @@ export function createNodeHost(options: NodeHostOptions = {}): Host {
       return m.heapUsed + m.external;
     },
     collectGarbage: typeof gc === "function" ? () => void gc() : undefined,
+    cpuMs: () => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1000;
+    },
     signals: _processSignals,
     exit: (code) => process.exit(code),
     setExitCode: (code) => void (process.exitCode = code),

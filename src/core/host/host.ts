@@ -71,6 +71,12 @@ export interface Host {
   /** Runs a full garbage collection, where the runtime lets the process ask for one. */
   collectGarbage?(): void;
   /**
+   * CPU time the process has used so far, in ms (user + system, every thread). Optional: the
+   * adaptive concurrency limit reads it once a window to tell work queued for the CPU from work
+   * that waits; without it (and without a load monitor) every slower window counts as queueing.
+   */
+  cpuMs?(): number | undefined;
+  /**
    * Installs `listener` for SIGTERM and Ctrl-C (SIGINT). A signal whose install fails is
    * logged and simply never fires; the call itself never throws. Returns an uninstaller.
    */

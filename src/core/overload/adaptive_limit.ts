@@ -59,6 +59,15 @@ export interface AdaptiveLimitOptions {
   windowMs?: number | undefined;
   /** The fewest completed requests a window needs before it is read. @default 10 */
   windowSamples?: number | undefined;
+  /**
+   * Whether work queues in this process now. The guard gives one where its Host reads the
+   * process's CPU time: the process used at least 90 % of a core since the last reading, or its
+   * load monitor is busy. A window slower than tolerance while the process has CPU to spare is
+   * not this process queueing work — the work waits (an upstream, a long poll, a mix of fast and
+   * slow routes) — and the limit grows as in a window within tolerance instead of shrinking.
+   * Without it every slower window counts as queueing here.
+   */
+  queueing?: (() => boolean) | undefined;
 }
 
 /** A concurrency limit that follows handler latency. Give it to `createConcurrencyLimit({ limit })`. */
@@ -88,6 +97,12 @@ export interface AdaptiveLimit {
    * sample to learn from. Grows the limit by the queue allowance.
    */
   stalled(): void;
+  /**
+   * The `queueing` option, when given: once an overload is over, the concurrency limit lets
+   * requests held beside free permits take them, instead of refusing them, while it says no.
+   * Optional for limits of your own.
+   */
+  readonly queueing?: (() => boolean) | undefined;
 }
 
 /** What a zero baseline stands for: the resolution of the coarsest clock a Host may give (see `close`). */
@@ -134,6 +149,8 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   if (typeof smoothing !== "number" || !(smoothing > 0 && smoothing <= 1)) _fail(what, "smoothing", "a number in (0, 1]", smoothing);
   const windowMs = _durationMs(what, "windowMs", _given(o.windowMs, 100));
   const windowSamples = _positiveInt(what, "windowSamples", _given(o.windowSamples, 10));
+  const queueing = o.queueing;
+  if (queueing !== undefined && typeof queueing !== "function") _fail(what, "queueing", "a function", queueing);
 
   let estimate = initialLimit; // fractional; `limit` is its integer part
   let limit = initialLimit;
@@ -159,13 +176,24 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     // under its resolution, so the ratio is taken against one millisecond, not 0 (0 / 0 left
     // the limit NaN, and a NaN limit refuses nothing).
     const ratio = shortMs / (baseline > 0 ? baseline : COARSE_CLOCK_MS);
-    if (ratio <= tolerance) {
+    // Slower, but not queued here (CPU to spare): the work waits, and throttling it would only
+    // refuse work the process has room for (a review: a 90 % fast / 10 % slow mix, long polls
+    // and a slower upstream were refused at a few percent of a core).
+    const within = ratio <= tolerance;
+    if (within || (queueing !== undefined && !queueing())) {
       pressure = undefined;
       // Grow by the queue allowance (√limit: fast from small limits, gentle at large ones),
-      // unsmoothed, and only when the limit was actually reached halfway.
+      // unsmoothed, and only when the limit was actually reached halfway. A slower window with
+      // the loop on time grows it so too, and ends slow start as any slower window does: doubling
+      // on, an asynchronous CPU storm (whose loop reads on time for a while) overshot.
+      const doubling = starting && within;
       if (used * 2 >= limit) {
-        estimate = Math.min(maxLimit, estimate + (starting ? estimate : Math.sqrt(estimate)));
-        if (starting) rampedAt = now;
+        estimate = Math.min(maxLimit, estimate + (doubling ? estimate : Math.sqrt(estimate)));
+        if (doubling) rampedAt = now;
+      }
+      if (!within) {
+        starting = false;
+        rampedAt = -Infinity;
       }
     } else {
       starting = false;
@@ -199,6 +227,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     },
     minLimit,
     maxLimit,
+    queueing,
     sample(latencyMs, inFlight, now) {
       if (!(latencyMs >= 0)) return; // NaN, negative (a clock that went back): not a sample
       if (windowStart === undefined) {

@@ -153,7 +153,11 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
   // permits after a storm instead of ~115.
   const onDue = (now: number) => {
     if (adaptive === undefined) return;
-    if (now - releasedAt >= shedWaitMs) {
+    // Nothing queues in the process (CPU to spare): a request whose wait is up waited for the
+    // limit, not for the process, and is admitted over it, as during slow start below (refused,
+    // a burst of long polls lost most of its requests beside an idle core: a review).
+    const spare = adaptive.queueing !== undefined && !adaptive.queueing();
+    if (!spare && now - releasedAt >= shedWaitMs) {
       releasedAt = now; // once per wait bound
       adaptive.stalled();
       limit = adaptive.limit;
@@ -161,7 +165,17 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       admitWaiting(now, Infinity, true);
       return;
     }
-    if (!((adaptive.rampedAt ?? -Infinity) > -Infinity)) return;
+    if (spare) {
+      // And the limit grows by the queue allowance, at most once a lifoAfterMs: the demand is
+      // real and the core has room (long polls holding permits left short requests waiting
+      // out their whole wait bound at a limit that grew only a window at a time).
+      if (now - grewAt >= lifoAfterMs) {
+        grewAt = now;
+        adaptive.stalled();
+        limit = adaptive.limit;
+        admitWaiting(now, Infinity, true);
+      }
+    } else if (!((adaptive.rampedAt ?? -Infinity) > -Infinity)) return;
     // Outside the limit's own regime: their latency is not a sample, and the permits in use that
     // samples report leave them out. Counted in, Node's I/O-bound limit ended a 3 s storm at ~250
     // in 1 of 3 step runs instead of ~100 (read as the baseline's upward rebase: from a window of
@@ -178,6 +192,8 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
   let inFlight = 0;
   /** When a permit last came back (for the adaptive limit's stall rule and the standing bound; with a fixed limit, only while requests wait). */
   let releasedAt = clock.now();
+  /** When the limit last grew for waiters due beside spare CPU. */
+  let grewAt = -Infinity;
   /** When permits last started coming back after a gap longer than standingWaitMs. */
   let flowingSince = -Infinity;
   /** Permits held over the limit (waiters admitted at their wait bound during slow start). */
@@ -237,7 +253,12 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
   // whole-run p99 of 257–258 ms in Node's I/O-bound storm (2 probes; 98–125 ms with this one,
   // 3 probes), read as those admissions, not traced. One timer at a time, only while some are held.
   const settleHeld = (now: number, since: number) => {
-    if (now - pressedAt > lifoAfterMs) return queue.dropStale(now, since);
+    if (now - pressedAt > lifoAfterMs) {
+      // Unless nothing queues in the process (CPU to spare): then they take the free permits (a
+      // one-off burst of short work lost 30–90 % of its requests beside an idle core: a review).
+      if (adaptive?.queueing !== undefined && !adaptive.queueing()) return admitWaiting(now, Infinity);
+      return queue.dropStale(now, since);
+    }
     calm ??= clock.setTimeout(() => {
       calm = undefined;
       if (queue.length > 0 && inFlight < limit) settleHeld(clock.now(), waitSince());

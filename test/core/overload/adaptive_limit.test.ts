@@ -89,6 +89,34 @@ describe("adaptive limit", () => {
     assert.ok(a.baselineMs! >= 60, `rebased to the slower upstream: ${a.baselineMs}`);
   });
 
+  // A review: a 90 % fast / 10 % slow mix at a few percent of a core, long polls and a slower
+  // upstream were read as overload (the baseline the fastest window, every window with a slow
+  // request 50× over it) and refused. Slower windows while the loop is on time are waiting work.
+  test("adaptive limit: given a way to tell, a slower window while nothing queues in the process (work that waits) grows the limit as one within tolerance; while work queues for the CPU it shrinks", () => {
+    const clock = createManualClock();
+    let queued = false;
+    const a = createAdaptiveLimit({ queueing: () => queued });
+    assert.equal(typeof a.queueing, "function");
+    // A mix of fast and slow routes: one window in five holds only fast requests (0.1 ms), the others read 10 ms.
+    let i = 0;
+    const mix: Model = () => (i++ % 50 < 10 ? 0.1 : 10);
+    const calm = drive(a, clock, mix, 60);
+    assert.ok(a.baselineMs! <= 1, `the baseline is the fast windows': ${a.baselineMs}`);
+    assert.ok(min(calm.slice(10)) >= 16 && calm.at(-1)! >= max(calm.slice(0, 10)), `never shrinks while the loop is on time: ${calm.join(",")}`);
+    queued = true;
+    const busy = drive(a, clock, () => 10, 10);
+    assert.ok(busy.at(-1)! < calm.at(-1)! * 0.7, `shrinks once work queues: ${busy.join(",")}`);
+    // The same windows with no way to tell shrink the limit as before.
+    const blind = createAdaptiveLimit();
+    const clock2 = createManualClock();
+    let j = 0;
+    const mix2: Model = () => (j++ % 50 < 10 ? 0.1 : 10);
+    const limits = drive(blind, clock2, mix2, 60);
+    assert.ok(min(limits.slice(30)) < calm.at(-1)! / 2, `without it: ${limits.join(",")}`);
+    assert.throws(() => createAdaptiveLimit({ queueing: 5 as never }), /"queueing" must be a function/);
+    assert.equal(createAdaptiveLimit().queueing, undefined);
+  });
+
   test("adaptive limit: no periodic re-measurement drops a steady limit to its floor", () => {
     const clock = createManualClock();
     const a = createAdaptiveLimit();

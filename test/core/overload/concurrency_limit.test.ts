@@ -511,10 +511,11 @@ describe("concurrency limit", () => {
   test("concurrency limit: only while the adaptive limit is in slow start is a waiter whose wait is up admitted over it", async () => {
     // Limit 1, permits coming back every 50 ms to the newest waiter (the queue stands at once):
     // the first waiter is never reached, and its wait is up at 500 ms.
-    const run = async (rampedAt: number) => {
+    const run = async (rampedAt: number, queueing?: () => boolean) => {
       const clock = createManualClock();
       const samples: number[] = []; // the permits in use each sample reports
-      const adaptive = { limit: 1, baselineMs: 20, minLimit: 1, maxLimit: 10, rampedAt, sample: (_ms: number, used: number) => void samples.push(used), stalled() {} };
+      let stalls = 0;
+      const adaptive = { limit: 1, baselineMs: 20, minLimit: 1, maxLimit: 10, rampedAt, queueing, sample: (_ms: number, used: number) => void samples.push(used), stalled: () => void stalls++ };
       const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 500, lifoAfterMs: 0, standingWaitMs: 500, clock });
       let permit = limit.tryAcquire(clock.now()) as Permit;
       const outcome: { first: Permit | Refusal | undefined } = { first: undefined };
@@ -534,7 +535,7 @@ describe("concurrency limit", () => {
       permit.complete();
       if (first?.ok) first.complete();
       assert.equal(limit.inFlight, 0);
-      return { first, inFlight, samples };
+      return { first, inFlight, samples, stalls };
     };
     const ramping = await run(0);
     assert.ok(ramping.first?.ok, "in slow start: admitted at its wait bound");
@@ -543,6 +544,47 @@ describe("concurrency limit", () => {
     const settled = await run(-Infinity);
     assert.ok(settled.first !== undefined && !settled.first.ok && settled.first.reason === "queue-timeout", `slow start over: refused at its wait bound: ${JSON.stringify(settled.first)}`);
     assert.equal(settled.inFlight, 1);
+    // A review: refused beside an idle core, a burst of long polls lost most of its requests.
+    // Once slow start is over, a limit that can tell whether work queues in the process admits
+    // a waiter whose wait is up while nothing does, and refuses it while work does.
+    const spare = await run(-Infinity, () => false);
+    assert.ok(spare.first?.ok, "CPU to spare: admitted at its wait bound");
+    assert.equal(spare.inFlight, 2, "over the limit of 1");
+    assert.deepEqual(spare.samples, [1], "not a sample");
+    assert.equal(spare.stalls, 1, "and the limit grows by its queue allowance");
+    assert.equal(settled.stalls, 0);
+    const queueing = await run(-Infinity, () => true);
+    assert.ok(queueing.first !== undefined && !queueing.first.ok && queueing.first.reason === "queue-timeout", "work queueing in the process: refused");
+  });
+
+  test("concurrency limit: waiters held beside free permits once the overload is over take them when the adaptive limit says nothing queues in the process, and are refused when work does", async () => {
+    const run = async (queued: boolean) => {
+      const clock = createManualClock();
+      const adaptive = { limit: 1, baselineMs: 10, minLimit: 1, maxLimit: 10, rampedAt: -Infinity, queueing: () => queued, sample() {}, stalled() {} };
+      const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 1000, lifoAfterMs: 100, standingWaitMs: 100, clock });
+      let held = limit.tryAcquire(clock.now()) as Permit;
+      const results: string[] = [];
+      const join = (name: string) => limit.acquire().then((r) => (results.push(`${name}:${r.ok ? "in" : r.reason}`), r));
+      const p = join("p");
+      clock.advance(10);
+      const a = join("a");
+      clock.advance(40);
+      held.release();
+      held = (await p) as Permit;
+      clock.advance(40);
+      assert.equal(limit.tryAcquire(clock.now()).ok, false); // t=90: a request finds the limit full
+      clock.advance(40); // t=130: a has stood 120 ms
+      held.release();
+      await flushMicrotasks();
+      assert.deepEqual(results, ["p:in"], "held while requests find the limit full");
+      clock.advance(101); // no request found it full for lifoAfterMs
+      const got = await a;
+      if (got.ok) got.release();
+      assert.equal(limit.inFlight, 0);
+      return results;
+    };
+    assert.deepEqual(await run(false), ["p:in", "a:in"]);
+    assert.deepEqual(await run(true), ["p:in", "a:queue-timeout"]);
   });
 
   test("concurrency limit: permits held past the wait bound with none coming back (long polls) make the adaptive limit grow, not pin it", async () => {
