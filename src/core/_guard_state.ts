@@ -3,7 +3,8 @@
 // Host's readings, and the load monitor (on by default where a Host runs the server).
 import type { Clock } from "./clock.ts";
 import type { ResolvedConfig } from "./config.ts";
-import type { Host } from "./host/host.ts";
+import { consoleLogger, type Host, type Logger } from "./host/host.ts";
+import { _safeLogger } from "./_user_code.ts";
 import type { GuardOptions } from "./guard_types.ts";
 import { type _ConcurrencyLimit, _createConcurrencyLimit, DEFAULT_SHED_WAIT_MS } from "./overload/concurrency_limit.ts";
 import { type AdaptiveLimitOptions, createAdaptiveLimit } from "./overload/adaptive_limit.ts";
@@ -28,7 +29,7 @@ export function _processGates(what: string, o: GuardOptions, config: ResolvedCon
   const concurrency = _createConcurrencyLimit({
     limit: typeof adaptive === "number"
       ? adaptive
-      : createAdaptiveLimit(_adaptiveOptions(adaptive, host, clock, load)),
+      : createAdaptiveLimit(_adaptiveOptions(adaptive, host, clock, load, _safeLogger(o.log ?? host?.log ?? consoleLogger))),
     shedWaitMs: _durationMs(what, "shedWaitMs", _given(o.shedWaitMs, DEFAULT_SHED_WAIT_MS), { zero: true }),
     maxWaiting: o.maxWaiting,
     lifoAfterMs: o.lifoAfterMs,
@@ -49,32 +50,57 @@ export function _processGates(what: string, o: GuardOptions, config: ResolvedCon
 }
 
 /** The adaptive limit's options: the user's, and where the Host reads the process's CPU time and none was given, `queueing` from it. */
-export function _adaptiveOptions(options: AdaptiveLimitOptions, host: Host | undefined, clock: Clock, load: LoadMonitor | undefined): AdaptiveLimitOptions {
-  return host?.cpuMs === undefined || options.queueing !== undefined ? options : { ...options, queueing: _queueing(host.cpuMs.bind(host), clock, load) };
+export function _adaptiveOptions(options: AdaptiveLimitOptions, host: Host | undefined, clock: Clock, load: LoadMonitor | undefined, log?: Logger): AdaptiveLimitOptions {
+  if (host?.cpuMs === undefined || options.queueing !== undefined) return options;
+  return { ...options, queueing: _queueing(host.cpuMs.bind(host), clock, load, _cores(host), log) };
 }
 
-/** The share of one core past which the process's work counts as queued for the CPU (the adaptive limit's `queueing`). */
+/** The share of the CPU it may use past which the process's work counts as queued for it (the adaptive limit's `queueing`). */
 export const _CPU_BUSY_SHARE = 0.9;
 
+// The Host's CPU quota in cores, at most one (JavaScript runs on one thread); a whole core when
+// it has none, cannot tell, or fails.
+function _cores(host: Host): number {
+  try {
+    const cores = host.cpuCores?.();
+    return typeof cores === "number" && cores > 0 && cores < 1 ? cores : 1;
+  } catch {
+    return 1;
+  }
+}
+
 /**
- * Whether work queues in the process: it used at least 90 % of a core since the last reading
- * (JavaScript runs on one thread: past that, more work in flight only waits for it), or the load
- * monitor is busy (a CPU quota stalls the loop without the process using a whole core). Read once
- * a window of the adaptive limit, not per request. The event loop's delay alone did not tell: an
- * asynchronous CPU storm's loop reads on time between its bursts (its p99 rose from ~30 to ~58 ms).
+ * Whether work queues in the process: it used at least 90 % of the CPU it may use (a core, or
+ * its cgroup quota below one) since the last reading — JavaScript runs on one thread: past
+ * that, more work in flight only waits for it — or the load monitor is busy. Read once a window
+ * of the adaptive limit, not per request. A reading that fails, goes back, or spans a long
+ * idle spell (more than a second: a storm's first window would read the idle time as spare)
+ * says queueing, as without one. The event loop's delay alone did not tell: an asynchronous CPU
+ * storm's loop reads on time between its bursts (its p99 rose from ~30 to ~58 ms).
  */
-export function _queueing(cpuMs: () => number | undefined, clock: Clock, load: LoadMonitor | undefined): () => boolean {
+export function _queueing(cpuMs: () => number | undefined, clock: Clock, load: LoadMonitor | undefined, cores = 1, log?: Logger): () => boolean {
+  const read = (): number => {
+    try {
+      return cpuMs() ?? NaN;
+    } catch (error) {
+      // The Host's own failure: logged once, then read as queueing (as without a reading).
+      if (log !== undefined && !failed) log({ level: "warn", msg: "reading the process's CPU time failed; the adaptive limit reads every slower window as queueing", error });
+      failed = true;
+      return NaN;
+    }
+  };
+  let failed = false;
   let wall = clock.now();
-  let cpu = cpuMs() ?? NaN;
+  let cpu = read();
   let busy = true;
   return () => {
     if (load?.busy === true) return true;
     const now = clock.now();
-    if (now - wall >= _CPU_READ_MS) {
-      const used = cpuMs() ?? NaN;
-      // A failed or backward reading says nothing: queueing, as without one.
-      const share = (used - cpu) / (now - wall);
-      busy = !(share >= 0 && share < _CPU_BUSY_SHARE);
+    const span = now - wall;
+    if (span >= _CPU_READ_MS) {
+      const used = read();
+      const share = (used - cpu) / span;
+      busy = !(share >= 0 && share < _CPU_BUSY_SHARE * cores && span <= _CPU_SPAN_MAX_MS);
       wall = now;
       cpu = used;
     }
@@ -84,3 +110,5 @@ export function _queueing(cpuMs: () => number | undefined, clock: Clock, load: L
 
 /** The shortest span a CPU share is read over (a window of the adaptive limit is at least 100 ms). */
 const _CPU_READ_MS = 50;
+/** The longest: a share over a longer span (an idle spell before a storm) is not read as spare. */
+const _CPU_SPAN_MAX_MS = 1_000;

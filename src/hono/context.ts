@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { ConnInfo } from "hono/conninfo";
-import { _ClientLeft, _envPeer, type AbortSignalLike, type GuardedInfo, type PeerAddress, type RequestContext } from "../core/mod.ts";
+import { _ClientLeft, _envPeer, _isRequestContext, type AbortSignalLike, type GuardedInfo, type PeerAddress, type RequestContext } from "../core/mod.ts";
 
 /**
  * Where the app-level middleware keeps the request's context on Hono's Context: a symbol
@@ -21,8 +21,10 @@ export type _WithContext = Context & { [CONTEXT_KEY]?: RequestContext };
 export function hygieneContext(c: Context): RequestContext | undefined {
   const stored = (c as _WithContext)[CONTEXT_KEY];
   if (stored !== undefined) return stored;
-  const env = c.env as Partial<GuardedInfo> | undefined;
-  return env !== null && typeof env === "object" && env.context !== undefined ? env.context : undefined;
+  const env = c.env as Partial<GuardedInfo> | null | undefined;
+  // Only the guard's own: Hono's Netlify and Lambda@Edge adapters give an env with a `context` of theirs.
+  const context = env !== null && typeof env === "object" ? env.context : undefined;
+  return _isRequestContext(context) ? context : undefined;
 }
 
 /**

@@ -40,6 +40,9 @@ describe(`host (${runtime})`, () => {
     const after = host.cpuMs!()!;
     assert.ok(Number.isFinite(before) && before > 0, `${before}`);
     assert.ok(after - before >= 15, `30 ms of work read as ${after - before} ms of CPU`);
+    // The cgroup's quota, in cores, where one is set and readable (none here reads undefined).
+    const cores = host.cpuCores!();
+    assert.ok(cores === undefined || (typeof cores === "number" && cores > 0), `${cores}`);
   });
 
   test(`host: the ${runtime} Host's memory figure (live memory; RSS on Bun) grows with held buffers and falls once they are collected`, () => {

@@ -5,6 +5,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { _adaptiveOptions, _queueing } from "../../src/core/_guard_state.ts";
+import { _cgroupCores, CGROUP_V1_CPU_PERIOD, CGROUP_V1_CPU_QUOTA, CGROUP_V2_CPU_MAX } from "../../src/core/host/cpu_quota.ts";
 import { createHost } from "../../src/core/host/create_host.ts";
 import type { LoadMonitor } from "../../src/core/overload/load_monitor.ts";
 import { createManualClock } from "../../src/testing/manual_clock.ts";
@@ -37,6 +38,53 @@ describe("guard state", () => {
     clock.advance(100);
     cpu -= 1_000;
     assert.equal(queueing(), true, "a reading that went back says nothing: queueing");
+    clock.advance(100);
+    assert.equal(queueing(), false, "then 0 ms in 100 ms: CPU to spare");
+    // A review: a storm's first reading after a minute idle spanned the minute and read as spare.
+    clock.advance(60_000);
+    cpu += 100;
+    assert.equal(queueing(), true, "a share over more than a second is not read as spare");
+  });
+
+  test("guard state: under a CPU quota below a core, 90 % of the quota is queueing (a review: at 0.8 of a core an async CPU storm grew the limit to 1,000)", () => {
+    const clock = createManualClock();
+    let cpu = 0;
+    const queueing = _queueing(() => cpu, clock, undefined, 0.5);
+    clock.advance(100);
+    cpu += 46;
+    assert.equal(queueing(), true, "46 ms of CPU in 100 ms at half a core");
+    clock.advance(100);
+    cpu += 40;
+    assert.equal(queueing(), false, "40 ms: spare");
+  });
+
+  test("guard state: a CPU reading that throws is logged once and read as queueing; a quota the Host cannot read is a whole core", () => {
+    const clock = createManualClock();
+    const logs: string[] = [];
+    let n = 0;
+    const queueing = _queueing(() => {
+      if (++n > 1) throw new Error("getrusage failed");
+      return 0;
+    }, clock, undefined, 1, (r) => void logs.push(r.msg));
+    for (let i = 0; i < 3; i++) {
+      clock.advance(100);
+      assert.equal(queueing(), true);
+    }
+    assert.equal(logs.length, 1, logs.join("; "));
+    const throwing = createHost({ cpuMs: () => 0, cpuCores: () => { throw new Error("no"); } });
+    assert.equal(typeof _adaptiveOptions({}, throwing, clock, undefined).queueing, "function");
+    assert.doesNotThrow(() => _adaptiveOptions({}, createHost({ cpuMs: () => { throw new Error("at once"); } }), clock, undefined, () => {}));
+  });
+
+  test("guard state: a cgroup's CPU quota read in cores (v2 cpu.max, v1 cfs quota / period); none, unlimited or unreadable is undefined", () => {
+    const files = (map: Record<string, string>) => (path: string) => map[path];
+    assert.equal(_cgroupCores(files({ [CGROUP_V2_CPU_MAX]: "50000 100000\n" })), 0.5);
+    assert.equal(_cgroupCores(files({ [CGROUP_V2_CPU_MAX]: "max 100000\n" })), undefined);
+    assert.equal(_cgroupCores(files({ [CGROUP_V2_CPU_MAX]: "150000 100000" })), 1.5);
+    assert.equal(_cgroupCores(files({ [CGROUP_V1_CPU_QUOTA]: "80000\n", [CGROUP_V1_CPU_PERIOD]: "100000\n" })), 0.8);
+    assert.equal(_cgroupCores(files({ [CGROUP_V1_CPU_QUOTA]: "-1\n", [CGROUP_V1_CPU_PERIOD]: "100000\n" })), undefined);
+    assert.equal(_cgroupCores(files({ [CGROUP_V2_CPU_MAX]: "garbage" })), undefined);
+    assert.equal(_cgroupCores(files({})), undefined);
   });
 
   test("guard state: the adaptive limit reads the Host's CPU time where it has one, unless the options give their own way to tell", () => {

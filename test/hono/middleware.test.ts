@@ -730,6 +730,22 @@ describe(`hono middleware (${runtime})`, () => {
     }
   });
 
+  // A review of the change above: Hono's Netlify and Lambda@Edge adapters call app.fetch(req,
+  // { context }) with the platform's context: read as a guard's, hygiene() stepped aside (no body
+  // cap, no limits) and timeout() set the platform's object.
+  test("hono: an env with a context of its own (Hono's Netlify adapter's) is no guard: hygiene() guards, and the routes get its context", async () => {
+    const logs: string[] = [];
+    const app = new Hono();
+    app.use(hygiene({ bodyLimitBytes: 10, requestTimeoutMs: 1234, loadMonitor: false, clock: createManualClock(), log: (r) => void logs.push(r.msg) }));
+    app.post("/", async (c) => c.text(String((await c.req.text()).length)));
+    app.get("/ctx", (c) => c.text(String(hygieneContext(c)?.timeoutMs)));
+    const platform = { context: { requestId: "abc", geo: {} } };
+    const big = await app.fetch(new Request("http://localhost/", { method: "POST", body: "x".repeat(100), headers: { "content-length": "100" } }), platform);
+    assert.equal(big.status, 413);
+    assert.equal(await (await app.fetch(new Request("http://localhost/ctx"), platform)).text(), "1234");
+    assert.deepEqual(logs.filter((m) => m.includes("steps aside")), []);
+  });
+
   // A review: with serve({ clientKey: { trustedProxies } }) and no keyed gate of its own, the
   // route helpers keyed every client by the proxy's address (one budget for everyone).
   test("hono: route rateLimit()/inFlightCap() key by the guard's clientKey even when the guard has no keyed gate; a route's own key wins", async () => {

@@ -1,5 +1,6 @@
 import process from "node:process";
-import { createHost, type Host, type Logger } from "../../core/mod.ts";
+import { readFileSync } from "node:fs";
+import { _cgroupCores, createHost, type Host, type Logger } from "../../core/mod.ts";
 
 /** Options of {@linkcode createBunHost}. */
 export interface BunHostOptions {
@@ -34,10 +35,20 @@ export function createBunHost(options: BunHostOptions = {}): Host {
       const u = process.cpuUsage();
       return (u.user + u.system) / 1000;
     },
+    cpuCores: () => _cgroupCores(_readText),
     signals: { add: (signal, handler) => process.on(signal, handler), remove: (signal, handler) => process.off(signal, handler) },
     exit: (code) => process.exit(code),
     setExitCode: (code) => void (process.exitCode = code),
     // A cluster worker's (a forked child's) IPC channel would keep it alive after the drain.
     ipcChannel: () => (process as { channel?: { ref?(): void; unref?(): void } }).channel,
   });
+}
+
+// A small file's text, or undefined (absent, unreadable).
+function _readText(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
 }

@@ -1,4 +1,4 @@
-import { createHost, type Host, type Logger } from "../../core/mod.ts";
+import { _cgroupCores, createHost, type Host, type Logger } from "../../core/mod.ts";
 
 /** Options of {@linkcode createDenoHost}. */
 export interface DenoHostOptions {
@@ -37,6 +37,7 @@ export function createDenoHost(options: DenoHostOptions = {}): Host {
       const u = (globalThis as unknown as { process: { cpuUsage(): { user: number; system: number } } }).process.cpuUsage();
       return (u.user + u.system) / 1000;
     },
+    cpuCores: () => _cgroupCores(_readText),
     signals: {
       add: (signal, handler) => Deno.addSignalListener(signal, handler),
       remove: (signal, handler) => Deno.removeSignalListener(signal, handler),
@@ -47,4 +48,15 @@ export function createDenoHost(options: DenoHostOptions = {}): Host {
     ipcChannel: () => (globalThis as { process?: { channel?: { ref?(): void; unref?(): void } } }).process?.channel,
     unref: (id) => Deno.unrefTimer(id as number),
   });
+}
+
+// A small file's text where the process may already read it (asked of the permission state
+// first: a read would prompt an interactive `deno run`), else undefined.
+function _readText(path: string): string | undefined {
+  try {
+    if (Deno.permissions.querySync({ name: "read", path }).state !== "granted") return undefined;
+    return Deno.readTextFileSync(path);
+  } catch {
+    return undefined;
+  }
 }

@@ -1,5 +1,6 @@
 import process from "node:process";
-import { createHost, type Host, type Logger, type ShutdownSignal } from "../../core/mod.ts";
+import { readFileSync } from "node:fs";
+import { _cgroupCores, createHost, type Host, type Logger, type ShutdownSignal } from "../../core/mod.ts";
 
 // One process listener a signal, whatever the number of Hosts listening: each serve() has its
 // own controller, and twelve servers in one process (a test runner's, an embedder's) made
@@ -62,10 +63,20 @@ export function createNodeHost(options: NodeHostOptions = {}): Host {
       const u = process.cpuUsage();
       return (u.user + u.system) / 1000;
     },
+    cpuCores: () => _cgroupCores(_readText),
     signals: _processSignals,
     exit: (code) => process.exit(code),
     setExitCode: (code) => void (process.exitCode = code),
     // A cluster worker's (a forked child's) IPC channel would keep it alive after the drain.
     ipcChannel: () => (process as { channel?: { ref?(): void; unref?(): void } }).channel,
   });
+}
+
+// A small file's text, or undefined (absent, unreadable).
+function _readText(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
 }

@@ -18,6 +18,8 @@ export interface HostOptions {
   collectGarbage?: (() => void) | undefined;
   /** CPU time the process has used, in ms (user + system). @default none: see Host.cpuMs */
   cpuMs?: (() => number | undefined) | undefined;
+  /** The CPU quota, in cores (a cgroup's). @default none: a whole core */
+  cpuCores?: (() => number | undefined) | undefined;
   /** Adds and removes one stop-signal listener (may throw: logged, never fatal). @default none: no signal is ever installed */
   signals?: SignalApi | undefined;
   /** Ends the process with a code. @default none */
@@ -53,7 +55,7 @@ export interface HostOptions {
 const WHAT = "create host";
 /** Servers started through Hosts with an IPC channel and not yet drained (one count for the whole program). */
 let _serving = 0;
-const FUNCTIONS = ["rss", "liveBytes", "collectGarbage", "cpuMs", "exit", "setExitCode", "ipcChannel", "unref", "setImmediate", "clearImmediate", "log"] as const;
+const FUNCTIONS = ["rss", "liveBytes", "collectGarbage", "cpuMs", "cpuCores", "exit", "setExitCode", "ipcChannel", "unref", "setImmediate", "clearImmediate", "log"] as const;
 
 function _signals(value: SignalApi | undefined): SignalApi | undefined {
   if (value === undefined) return undefined;
@@ -112,6 +114,7 @@ export function createHost(options?: HostOptions): Host {
   if (o.liveBytes !== undefined) host.liveBytes = o.liveBytes;
   if (o.collectGarbage !== undefined) host.collectGarbage = o.collectGarbage;
   if (o.cpuMs !== undefined) host.cpuMs = o.cpuMs;
+  if (o.cpuCores !== undefined) host.cpuCores = o.cpuCores;
   if (o.exit !== undefined) host.exit = o.exit;
   if (o.setExitCode !== undefined) host.setExitCode = o.setExitCode;
   const channel = o.ipcChannel;

@@ -77,6 +77,11 @@ export interface Host {
    */
   cpuMs?(): number | undefined;
   /**
+   * The CPU the process may use, in cores, where a quota limits it (a Linux cgroup's: 0.5 for
+   * half a core); undefined when there is none or it cannot be read. Read once, with `cpuMs`.
+   */
+  cpuCores?(): number | undefined;
+  /**
    * Installs `listener` for SIGTERM and Ctrl-C (SIGINT). A signal whose install fails is
    * logged and simply never fires; the call itself never throws. Returns an uninstaller.
    */

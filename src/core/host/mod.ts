@@ -6,3 +6,4 @@ export * from "./host.ts";
 export * from "./peer_address.ts";
 export * from "./server.ts";
 export * from "./signals.ts";
+export { _cgroupCores } from "./cpu_quota.ts";

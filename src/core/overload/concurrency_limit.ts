@@ -180,7 +180,10 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
     // samples report leave them out. Counted in, Node's I/O-bound limit ended a 3 s storm at ~250
     // in 1 of 3 step runs instead of ~100 (read as the baseline's upward rebase: from a window of
     // ~250 permits in use, halving did not lower the latency enough).
-    for (let w = queue.takeDue(now); w !== undefined; w = queue.takeDue(now)) {
+    // With CPU to spare, never past maxLimit (a user's bound for a pool behind the handler): the
+    // waiters due past it are refused at their bound (a review: 2,000 in flight at 50).
+    const most = spare ? adaptive.maxLimit : Infinity;
+    for (let w = inFlight < most ? queue.takeDue(now) : undefined; w !== undefined; w = inFlight < most ? queue.takeDue(now) : undefined) {
       inFlight++;
       over++;
       w.settle(now, true);

@@ -119,6 +119,19 @@ export interface _ViewSource {
 }
 
 /**
+ * Marks a request context the guard made: a registry symbol, so another copy of the package
+ * tells it too. Hono's own adapters hand the app an env with a `context` of theirs (Netlify's,
+ * Lambda@Edge's): read as the guard's, `hygiene()` stepped aside and the route pieces set the
+ * platform's object (a review).
+ */
+export const _CONTEXT_BRAND: unique symbol = Symbol.for("serve-hygiene.request-context") as never;
+
+/** Whether `x` is a request context the guard made (any copy of the package). Internal. */
+export function _isRequestContext(x: unknown): x is RequestContext {
+  return typeof x === "object" && x !== null && (x as { [_CONTEXT_BRAND]?: unknown })[_CONTEXT_BRAND] === true;
+}
+
+/**
  * The one object a handler gets for its request: both its {@linkcode GuardedInfo} (`peer`,
  * `context`) and its {@linkcode RequestContext} (`context` is itself). A view over the
  * guard's internal admission, reached through a private field: user code can read and set
@@ -127,6 +140,11 @@ export interface _ViewSource {
  */
 export class _RequestView implements RequestContext, GuardedInfo, _Reporting {
   readonly #a: _ViewSource;
+
+  /** The guard's mark (see {@linkcode _isRequestContext}). */
+  get [_CONTEXT_BRAND](): true {
+    return true;
+  }
 
   constructor(admission: _ViewSource) {
     this.#a = admission;
