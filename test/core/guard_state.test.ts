@@ -11,7 +11,7 @@ import type { LoadMonitor } from "../../src/core/overload/load_monitor.ts";
 import { createManualClock } from "../../src/testing/manual_clock.ts";
 
 describe("guard state", () => {
-  test("guard state: work queues while the process used 90 % of a core or more since the last reading, or the load monitor is busy; a failed reading counts as queueing", () => {
+  test("guard state: work queues while the process used 70 % of a core or more since the last reading, or the load monitor is busy; a failed reading counts as queueing", () => {
     const clock = createManualClock();
     let cpu = 0;
     let busy = false;
@@ -46,16 +46,16 @@ describe("guard state", () => {
     assert.equal(queueing(), true, "a share over more than a second is not read as spare");
   });
 
-  test("guard state: under a CPU quota below a core, 90 % of the quota is queueing (a review: at 0.8 of a core an async CPU storm grew the limit to 1,000)", () => {
+  test("guard state: under a CPU quota below a core, 70 % of the quota is queueing (a review: at 0.8 of a core an async CPU storm grew the limit to 1,000)", () => {
     const clock = createManualClock();
     let cpu = 0;
     const queueing = _queueing(() => cpu, clock, undefined, 0.5);
     clock.advance(100);
-    cpu += 46;
-    assert.equal(queueing(), true, "46 ms of CPU in 100 ms at half a core");
+    cpu += 36;
+    assert.equal(queueing(), true, "36 ms of CPU in 100 ms at half a core (70 % of it)");
     clock.advance(100);
-    cpu += 40;
-    assert.equal(queueing(), false, "40 ms: spare");
+    cpu += 30;
+    assert.equal(queueing(), false, "30 ms: spare");
   });
 
   test("guard state: a CPU reading that throws is logged once and read as queueing; a quota the Host cannot read is a whole core", () => {
@@ -91,6 +91,18 @@ describe("guard state", () => {
     const clock = createManualClock();
     const host = (cpuMs?: () => number) => createHost(cpuMs === undefined ? {} : { cpuMs });
     assert.equal(typeof _adaptiveOptions({ tolerance: 2 }, host(() => 0), clock, undefined).queueing, "function");
+    // Mostly idle (under half the CPU it may use): what admits a request at its wait bound.
+    let cpu = 0;
+    const withIdle = _adaptiveOptions({}, host(() => cpu), clock, undefined);
+    clock.advance(100);
+    cpu += 60;
+    assert.deepEqual([withIdle.queueing!(), withIdle.idle!()], [false, false], "60 % of a core: not queueing, not idle");
+    clock.advance(100);
+    cpu += 20;
+    assert.deepEqual([withIdle.queueing!(), withIdle.idle!()], [false, true], "20 %: idle");
+    clock.advance(100);
+    cpu += 95;
+    assert.deepEqual([withIdle.queueing!(), withIdle.idle!()], [true, false], "95 %: queueing");
     assert.equal(_adaptiveOptions({ tolerance: 2 }, host(() => 0), clock, undefined).tolerance, 2);
     assert.equal(_adaptiveOptions({}, host(), clock, undefined).queueing, undefined, "a Host without a CPU reading");
     assert.equal(_adaptiveOptions({}, undefined, clock, undefined).queueing, undefined, "no Host (a serverless handler)");

@@ -61,13 +61,20 @@ export interface AdaptiveLimitOptions {
   windowSamples?: number | undefined;
   /**
    * Whether work queues in this process now. The guard gives one where its Host reads the
-   * process's CPU time: the process used at least 90 % of a core since the last reading, or its
+   * process's CPU time: the process used at least 70 % of a core since the last reading, or its
    * load monitor is busy. A window slower than tolerance while the process has CPU to spare is
    * not this process queueing work — the work waits (an upstream, a long poll, a mix of fast and
    * slow routes) — and the limit grows as in a window within tolerance instead of shrinking.
    * Without it every slower window counts as queueing here.
    */
   queueing?: (() => boolean) | undefined;
+  /**
+   * Whether the process is mostly idle now (the guard's: under half the CPU it may use): a
+   * request whose wait bound comes while the limit is full is then admitted over it (never past
+   * `maxLimit`), and the limit grows by its queue allowance — the work holding the permits waits
+   * (long polls), and refusing would turn away work the process has room for.
+   */
+  idle?: (() => boolean) | undefined;
 }
 
 /** A concurrency limit that follows handler latency. Give it to `createConcurrencyLimit({ limit })`. */
@@ -103,6 +110,8 @@ export interface AdaptiveLimit {
    * Optional for limits of your own.
    */
   readonly queueing?: (() => boolean) | undefined;
+  /** The `idle` option, when given (see the concurrency limit's wait bound). Optional for limits of your own. */
+  readonly idle?: (() => boolean) | undefined;
 }
 
 /** What a zero baseline stands for: the resolution of the coarsest clock a Host may give (see `close`). */
@@ -151,6 +160,8 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   const windowSamples = _positiveInt(what, "windowSamples", _given(o.windowSamples, 10));
   const queueing = o.queueing;
   if (queueing !== undefined && typeof queueing !== "function") _fail(what, "queueing", "a function", queueing);
+  const idle = o.idle;
+  if (idle !== undefined && typeof idle !== "function") _fail(what, "idle", "a function", idle);
 
   let estimate = initialLimit; // fractional; `limit` is its integer part
   let limit = initialLimit;
@@ -228,6 +239,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     minLimit,
     maxLimit,
     queueing,
+    idle,
     sample(latencyMs, inFlight, now) {
       if (!(latencyMs >= 0)) return; // NaN, negative (a clock that went back): not a sample
       if (windowStart === undefined) {

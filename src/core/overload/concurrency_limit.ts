@@ -153,10 +153,11 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
   // permits after a storm instead of ~115.
   const onDue = (now: number) => {
     if (adaptive === undefined) return;
-    // Nothing queues in the process (CPU to spare): a request whose wait is up waited for the
-    // limit, not for the process, and is admitted over it, as during slow start below (refused,
-    // a burst of long polls lost most of its requests beside an idle core: a review).
-    const spare = adaptive.queueing !== undefined && !adaptive.queueing();
+    // The process is mostly idle: a request whose wait is up waited for the limit, not for the
+    // process, and is admitted over it, as during slow start below (refused, a burst of long
+    // polls lost most of its requests beside an idle core: a review). Not merely short of a
+    // full core: an I/O-bound storm at 86 % admitted its stale waiters and lost goodput.
+    const spare = adaptive.idle?.() === true;
     if (!spare && now - releasedAt >= shedWaitMs) {
       releasedAt = now; // once per wait bound
       adaptive.stalled();
