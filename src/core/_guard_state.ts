@@ -49,13 +49,14 @@ export function _processGates(what: string, o: GuardOptions, config: ResolvedCon
   return { concurrency, memory, load };
 }
 
-/** The adaptive limit's options: the user's, and where the Host reads the process's CPU time and none was given, `queueing` from it. */
+/** The adaptive limit's options: the user's, and where the Host reads the process's CPU time and none was given, `queueing` and `idle` from it. */
 export function _adaptiveOptions(options: AdaptiveLimitOptions, host: Host | undefined, clock: Clock, load: LoadMonitor | undefined, log?: Logger): AdaptiveLimitOptions {
   if (host?.cpuMs === undefined || options.queueing !== undefined || options.idle !== undefined) return options;
-  const cpuMs = host.cpuMs.bind(host);
   const cores = _cores(host);
-  const notIdle = _queueing(cpuMs, clock, load, cores, undefined, _CPU_IDLE_SHARE);
-  return { ...options, queueing: _queueing(cpuMs, clock, load, cores, log), idle: () => !notIdle() };
+  // One reading serves both: the CPU time is read once a span, not once a predicate.
+  const share = _cpuShare(host.cpuMs.bind(host), clock, log);
+  const notIdle = _over(share, load, _CPU_IDLE_SHARE * cores);
+  return { ...options, queueing: _over(share, load, _CPU_BUSY_SHARE * cores), idle: () => !notIdle() };
 }
 
 /**
@@ -87,37 +88,49 @@ function _cores(host: Host): number {
  * its cgroup quota below one) since the last reading — JavaScript runs on one thread: past
  * that, more work in flight only waits for it — or the load monitor is busy. Read once a window
  * of the adaptive limit, not per request. A reading that fails, goes back, or spans a long
- * idle spell (more than a second: a storm's first window would read the idle time as spare)
- * says queueing, as without one. The event loop's delay alone did not tell: an asynchronous CPU
- * storm's loop reads on time between its bursts (its p99 rose from ~30 to ~58 ms).
+ * idle spell says queueing, as without one (see {@linkcode _cpuShare}). The event loop's delay
+ * alone did not tell: an asynchronous CPU storm's loop reads on time between its bursts (its
+ * p99 rose from ~30 to ~58 ms).
  */
 export function _queueing(cpuMs: () => number | undefined, clock: Clock, load: LoadMonitor | undefined, cores = 1, log?: Logger, threshold = _CPU_BUSY_SHARE): () => boolean {
+  return _over(_cpuShare(cpuMs, clock, log), load, threshold * cores);
+}
+
+// At or past `limit` of a core (or not known), or the load monitor busy.
+const _over = (share: () => number, load: LoadMonitor | undefined, limit: number) => (): boolean => load?.busy === true || !(share() < limit);
+
+/**
+ * The share of a core the process used over its last span of at least 50 ms (read when asked,
+ * at most once a span), or NaN when it cannot be told: before the first span, a reading that
+ * failed (logged once) or went back, or a span over a second (an idle spell before a storm: a
+ * storm's first window would read the idle time as spare).
+ */
+function _cpuShare(cpuMs: () => number | undefined, clock: Clock, log?: Logger): () => number {
+  let failed = false;
   const read = (): number => {
     try {
       return cpuMs() ?? NaN;
     } catch (error) {
-      // The Host's own failure: logged once, then read as queueing (as without a reading).
+      // The Host's own failure: logged once, then read as unknown (queueing, as without a reading).
       if (log !== undefined && !failed) log({ level: "warn", msg: "reading the process's CPU time failed; the adaptive limit reads every slower window as queueing", error });
       failed = true;
       return NaN;
     }
   };
-  let failed = false;
   let wall = clock.now();
   let cpu = read();
-  let busy = true;
+  let last = NaN;
   return () => {
-    if (load?.busy === true) return true;
     const now = clock.now();
     const span = now - wall;
     if (span >= _CPU_READ_MS) {
       const used = read();
       const share = (used - cpu) / span;
-      busy = !(share >= 0 && share < threshold * cores && span <= _CPU_SPAN_MAX_MS);
+      last = share >= 0 && span <= _CPU_SPAN_MAX_MS ? share : NaN;
       wall = now;
       cpu = used;
     }
-    return busy;
+    return last;
   };
 }
 
