@@ -96,11 +96,12 @@ export function _queueing(cpuMs: () => number | undefined, clock: Clock, load: L
   return _over(_cpuShare(cpuMs, clock, log), load, threshold * cores);
 }
 
-// At or past `limit` of a core (or not known), or the load monitor busy.
-const _over = (share: () => number, load: LoadMonitor | undefined, limit: number) => (): boolean => load?.busy === true || !(share() < limit);
+// At or past `limit` of a core (or not known), or the load monitor busy. The share is read first,
+// busy or not: each ask may start its next span.
+const _over = (share: () => number, load: LoadMonitor | undefined, limit: number) => (): boolean => !(share() < limit) || load?.busy === true;
 
 /**
- * The share of a core the process used over its last span of at least 50 ms (read when asked,
+ * The share of a core the process used over its last span of at least 100 ms (read when asked,
  * at most once a span), or NaN when it cannot be told: before the first span, a reading that
  * failed (logged once) or went back, or a span over a second (an idle spell before a storm: a
  * storm's first window would read the idle time as spare).
@@ -134,7 +135,10 @@ function _cpuShare(cpuMs: () => number | undefined, clock: Clock, log?: Logger):
   };
 }
 
-/** The shortest span a CPU share is read over (a window of the adaptive limit is at least 100 ms). */
-const _CPU_READ_MS = 50;
+/**
+ * The shortest span a CPU share is read over: the adaptive limit's default window. Asked at every
+ * wait's start as well as once a window, a storm's share is still read over a window's span.
+ */
+const _CPU_READ_MS = 100;
 /** The longest: a share over a longer span (an idle spell before a storm) is not read as spare. */
 const _CPU_SPAN_MAX_MS = 1_000;

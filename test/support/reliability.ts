@@ -15,6 +15,8 @@ export const BOUND_MS = 15_000;
 /** What /__stats reports, read from `handle.guard` outside the guard. */
 export interface Stats {
   readonly inFlight: number;
+  /** The concurrency limit now (it moves when adaptive). */
+  readonly limit: number;
   readonly stragglers: number;
   readonly perKeyInFlight: number | null;
   readonly perKeySize: number | null;

@@ -72,7 +72,8 @@ export interface AdaptiveLimitOptions {
    * Whether the process is mostly idle now (the guard's: under half the CPU it may use): a
    * request whose wait bound comes while the limit is full is then admitted over it (never past
    * `maxLimit`), and the limit grows by its queue allowance — the work holding the permits waits
-   * (long polls), and refusing would turn away work the process has room for.
+   * (long polls), and refusing would turn away work the process has room for. Asked when a
+   * request starts to wait, and when its wait bound comes.
    */
   idle?: (() => boolean) | undefined;
 }
@@ -101,9 +102,11 @@ export interface AdaptiveLimit {
   /**
    * Every permit was held for a whole wait bound and none came back while requests waited:
    * the work in flight is long (long polls), not queued behind itself, and there is no
-   * sample to learn from. Grows the limit by the queue allowance.
+   * sample to learn from. Grows the limit by the queue allowance, from `atLeast` when that is
+   * higher (never past maxLimit): the concurrency limit gives it while the process is mostly
+   * idle, to hold every request in flight and waiting. Limits of your own may ignore it.
    */
-  stalled(): void;
+  stalled(atLeast?: number): void;
   /**
    * The `queueing` option, when given: once an overload is over, the concurrency limit lets
    * requests held beside free permits take them, instead of refusing them, while it says no.
@@ -288,8 +291,9 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       close(shortMs, meanInFlight, now);
       used = 0;
     },
-    stalled() {
-      estimate = Math.min(maxLimit, estimate + Math.sqrt(estimate));
+    stalled(atLeast) {
+      const from = typeof atLeast === "number" && atLeast > estimate ? atLeast : estimate;
+      estimate = Math.min(maxLimit, from + Math.sqrt(from));
       limit = Math.max(minLimit, Math.min(maxLimit, Math.floor(estimate)));
     },
   };

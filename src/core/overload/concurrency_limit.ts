@@ -154,9 +154,9 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
   const onDue = (now: number) => {
     if (adaptive === undefined) return;
     // The process is mostly idle: a request whose wait is up waited for the limit, not for the
-    // process, and is admitted over it, as during slow start below (refused, a burst of long
-    // polls lost most of its requests beside an idle core: a review). Not merely short of a
-    // full core: an I/O-bound storm at 86 % admitted its stale waiters and lost goodput.
+    // process, and is admitted (refused, a burst of long polls lost most of its requests beside
+    // an idle core: a review). Not merely short of a full core: an I/O-bound storm at 86 %
+    // admitted its stale waiters and lost goodput.
     const spare = adaptive.idle?.() === true;
     if (!spare && now - releasedAt >= shedWaitMs) {
       releasedAt = now; // once per wait bound
@@ -166,18 +166,34 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       admitWaiting(now, Infinity, true);
       return;
     }
-    if (spare) {
-      // And the limit grows by the queue allowance, at most once a lifoAfterMs: the demand is
-      // real and the core has room (long polls holding permits left short requests waiting
-      // out their whole wait bound at a limit that grew only a window at a time).
+    const rampedAt = adaptive.rampedAt ?? -Infinity;
+    const ramping = rampedAt > -Infinity;
+    // Slow start that has not doubled for a whole wait bound is stuck, not finding a level: long
+    // polls hold its permits and give no sample (a fresh process's short requests beside them
+    // waited out their wait bound for as long as the polls came: 1,400 served in 11 s, not 15,000).
+    if (spare && (!ramping || now - rampedAt >= shedWaitMs)) {
+      // And the limit grows to hold them and every other waiter, and by its queue allowance
+      // beyond (never past maxLimit): the demand is real and the core has room. Admitted over a
+      // limit that kept its course, the long polls held it full, and every short request beside
+      // them waited out its whole wait bound (p50 522 ms for a 20 ms route at a few percent of a
+      // core: the requests admitted over the limit are never samples, so nothing grew it).
+      adaptive.stalled(inFlight + queue.length);
+      limit = adaptive.limit;
+      admitWaiting(now, Infinity, true);
+    } else if (spare) {
+      // In slow start the limit keeps its course (see above; raised to hold every waiter there,
+      // an I/O-bound storm's fresh limit overshot: goodput 0.90 against 0.94, Bun's p99 108
+      // against 70 ms); it grows by its queue allowance at most once a lifoAfterMs, and the
+      // waiters due are admitted over it below.
       if (now - grewAt >= lifoAfterMs) {
         grewAt = now;
         adaptive.stalled();
         limit = adaptive.limit;
         admitWaiting(now, Infinity, true);
       }
-    } else if (!((adaptive.rampedAt ?? -Infinity) > -Infinity)) return;
-    // Outside the limit's own regime: their latency is not a sample, and the permits in use that
+    } else if (!ramping) return;
+    // Still due (slow start, or a limit of one's own that did not grow to hold them): admitted
+    // over the limit, outside its own regime: their latency is not a sample, and the permits in use that
     // samples report leave them out. Counted in, Node's I/O-bound limit ended a 3 s storm at ~250
     // in 1 of 3 step runs instead of ~100 (read as the baseline's upward rebase: from a window of
     // ~250 permits in use, halving did not lower the latency enough).
@@ -196,7 +212,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
   let inFlight = 0;
   /** When a permit last came back (for the adaptive limit's stall rule and the standing bound; with a fixed limit, only while requests wait). */
   let releasedAt = clock.now();
-  /** When the limit last grew for waiters due beside spare CPU. */
+  /** When the limit last grew for waiters due beside spare CPU during slow start. */
   let grewAt = -Infinity;
   /** When permits last started coming back after a gap longer than standingWaitMs. */
   let flowingSince = -Infinity;
@@ -294,6 +310,11 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
     const w = new _Waiting(clock.now(), owner, ctx, done as (ctx: unknown, p: Permit | Refusal) => void);
     if (signal !== undefined) w.listen(signal);
     queue.push(w);
+    // A wait starts the CPU reading's span (read at most once a span), so the one taken at the
+    // wait bound covers the wait, not an idle spell or a run of fast work before it: windows
+    // within tolerance read no CPU, and a burst of long polls after fast traffic found the last
+    // reading seconds old, unknown, and was refused whole (295 of 300 on all three runtimes).
+    adaptive?.idle?.();
     // More waiters than the permits can serve within the standing bound (or lifoAfterMs,
     // if shorter), even at the no-queue latency: the queue stands now. Otherwise a storm's
     // first burst (256 at once at a limit of 3) is served oldest first until it stands, and

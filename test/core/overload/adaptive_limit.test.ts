@@ -232,6 +232,18 @@ describe("adaptive limit", () => {
     assert.ok(a.limit >= 64, `slow start went on: limit ${a.limit}`);
   });
 
+  test("adaptive limit: stalled grows by the queue allowance, from atLeast when that is higher, never past maxLimit", () => {
+    const limit = createAdaptiveLimit({ initialLimit: 4, maxLimit: 200 });
+    limit.stalled();
+    assert.equal(limit.limit, 6, "4 + √4");
+    limit.stalled(100);
+    assert.equal(limit.limit, 110, "100 + √100: room beyond what it holds");
+    for (const odd of [3, Number.NaN, -1, "500" as never]) limit.stalled(odd);
+    assert.ok(limit.limit > 110 && limit.limit < 200, `lower or odd figures grow it from its own estimate: ${limit.limit}`);
+    limit.stalled(5_000);
+    assert.equal(limit.limit, 200, "never past maxLimit");
+  });
+
   test("adaptive limit: bad options throw naming the field", () => {
     assert.throws(() => createAdaptiveLimit({ minLimit: 0 }), /Cannot create adaptive limit as "minLimit" must be a positive integer: current value is 0/);
     assert.throws(() => createAdaptiveLimit({ minLimit: 10, maxLimit: 5 }), /"maxLimit" must be at least "minLimit" \(10\): current value is 5/);

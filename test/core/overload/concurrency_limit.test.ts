@@ -561,6 +561,46 @@ describe("concurrency limit", () => {
     assert.ok(busy.first !== undefined && !busy.first.ok && busy.first.reason === "queue-timeout", "not idle: refused");
   });
 
+  test("concurrency limit: while the process is mostly idle, a waiter due grows the adaptive limit to hold every request in flight and waiting — unless slow start is still doubling, which keeps its course", async () => {
+    // Long polls hold permits and give no sample; short requests beside them found the limit
+    // full and waited out their whole wait bound, again and again (p50 522 ms for a 20 ms route).
+    const run = async (rampedAgoMs: number | undefined) => {
+      const clock = createManualClock();
+      const grown: (number | undefined)[] = [];
+      const adaptive = {
+        limit: 4,
+        baselineMs: 1,
+        minLimit: 1,
+        maxLimit: 100,
+        get rampedAt() {
+          return rampedAgoMs === undefined ? -Infinity : clock.now() - rampedAgoMs;
+        },
+        idle: () => true,
+        sample() {},
+        stalled(atLeast?: number) {
+          grown.push(atLeast);
+          this.limit = Math.min(this.maxLimit, Math.max(this.limit, atLeast ?? 0) + 2);
+        },
+      };
+      const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 500, clock });
+      const polls = [0, 1, 2, 3].map(() => limit.tryAcquire(clock.now()) as Permit); // held throughout
+      const waiting = Array.from({ length: 6 }, () => limit.acquire(undefined, clock.now()));
+      clock.advance(500);
+      const got = await Promise.all(waiting);
+      const short = limit.tryAcquire(clock.now());
+      const out = { admitted: got.filter((p) => p.ok).length, grown, limit: limit.limit, shortAtOnce: short.ok };
+      for (const p of [...polls, ...got, short]) if (p.ok) p.release();
+      assert.equal(limit.inFlight, 0);
+      return out;
+    };
+    const after = await run(undefined);
+    assert.deepEqual(after, { admitted: 6, grown: [10], limit: 12, shortAtOnce: true }, "slow start over: grown to hold the 4 held and 6 waiting, with room beyond");
+    const stuck = await run(600);
+    assert.deepEqual(stuck, { admitted: 6, grown: [10], limit: 12, shortAtOnce: true }, "slow start that has not doubled for a wait bound: stuck behind the polls, grown the same");
+    const doubling = await run(50);
+    assert.deepEqual(doubling, { admitted: 6, grown: [undefined], limit: 6, shortAtOnce: false }, "slow start doubling: its queue allowance only, the due waiters admitted over it (an I/O storm's fresh limit overshot when raised)");
+  });
+
   test("concurrency limit: waiters held beside free permits once the overload is over take them when the adaptive limit says nothing queues in the process, and are refused when work does", async () => {
     const run = async (queued: boolean) => {
       const clock = createManualClock();
