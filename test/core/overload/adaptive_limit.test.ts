@@ -244,6 +244,47 @@ describe("adaptive limit", () => {
     assert.equal(limit.limit, 200, "never past maxLimit");
   });
 
+  test("adaptive limit: what stalled(atLeast) lent goes back as the requests it held leave, and at once when work queues", () => {
+    const clock = createManualClock();
+    let queueing = false;
+    const fresh = () => {
+      const limit = createAdaptiveLimit({ initialLimit: 16, maxLimit: 1_000, queueing: () => queueing });
+      limit.stalled(300); // 300 long polls held beside an idle core
+      assert.equal(limit.limit, 317, "300 + √300");
+      return limit;
+    };
+    // Each sample keeps room for the requests still in flight and their allowance, no more.
+    const leaving = fresh();
+    leaving.sample(3_000, 299, clock.now());
+    assert.equal(leaving.limit, 316, "299 held: 299 + √299");
+    leaving.sample(3_000, 100, clock.now());
+    assert.equal(leaving.limit, 110, "100 held: 100 + √100");
+    leaving.sample(3_000, 0, clock.now());
+    assert.equal(leaving.limit, 20, "none held: where it would have been without them (16 + √16)");
+    leaving.sample(3_000, 0, clock.now());
+    assert.equal(leaving.limit, 20, "and no lower: only what was lent goes back");
+    // Polls that left unsampled (aborted): the next request's sample reports what is in flight.
+    const aborted = fresh();
+    aborted.sample(1, 3, clock.now());
+    assert.equal(aborted.limit, 20);
+    // Work queues while they are held (a CPU storm): all of it back at the window, then the gradient.
+    const storm = createAdaptiveLimit({ initialLimit: 16, maxLimit: 1_000, queueing: () => queueing });
+    const window = (ms: number, inFlight: number) => {
+      for (let i = 0; i < 10; i++) {
+        clock.advance(15);
+        storm.sample(ms, inFlight, clock.now());
+      }
+    };
+    window(1, 16); // the baseline
+    window(10, 16); // slower with nothing queued: slow start ends, the limit grows
+    const settled = storm.limit;
+    storm.stalled(300);
+    assert.ok(storm.limit > 300);
+    queueing = true;
+    window(50, 600); // far over tolerance, the polls and the storm in flight
+    assert.ok(storm.limit < settled + Math.sqrt(settled), `given back, then the gradient: ${storm.limit} (settled at ${settled})`);
+  });
+
   test("adaptive limit: bad options throw naming the field", () => {
     assert.throws(() => createAdaptiveLimit({ minLimit: 0 }), /Cannot create adaptive limit as "minLimit" must be a positive integer: current value is 0/);
     assert.throws(() => createAdaptiveLimit({ minLimit: 10, maxLimit: 5 }), /"maxLimit" must be at least "minLimit" \(10\): current value is 5/);
