@@ -70,10 +70,10 @@ export interface AdaptiveLimitOptions {
   queueing?: (() => boolean) | undefined;
   /**
    * Whether the process is mostly idle now (the guard's: under half the CPU it may use): a
-   * request whose wait bound comes while the limit is full is then admitted over it (never past
-   * `maxLimit`), and the limit grows by its queue allowance — the work holding the permits waits
-   * (long polls), and refusing would turn away work the process has room for. Asked when a
-   * request starts to wait, and when its wait bound comes.
+   * request whose wait bound comes while the limit is full is then admitted, the limit growing
+   * to hold every request in flight and waiting (lent: see `stalled`; never past `maxLimit`) —
+   * the work holding the permits waits (long polls), and refusing would turn away work the
+   * process has room for. Asked when a request starts to wait, and when its wait bound comes.
    */
   idle?: (() => boolean) | undefined;
 }
@@ -197,10 +197,14 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   // it (a CPU storm right after a burst of long polls met the raised limit and admitted its
   // whole first burst at once: admitted p99 0.8-1.6 s on Node).
   const repay = (inFlight: number) => {
-    const still = Math.max(0, inFlight + Math.sqrt(inFlight) - (estimate - lent));
+    const base = estimate - lent;
+    const still = Math.max(0, inFlight + Math.sqrt(inFlight) - base);
     if (still >= lent) return;
-    estimate -= lent - still;
-    lent = still;
+    // What is left within one queue allowance of the base is forgiven: the limit does not grow
+    // while anything is lent, and a remainder of a fraction of a permit would hold it there.
+    const kept = still > Math.sqrt(Math.max(1, base)) ? still : 0;
+    estimate -= lent - kept;
+    lent = kept;
     limit = Math.max(minLimit, Math.min(maxLimit, Math.floor(estimate)));
   };
 
@@ -222,7 +226,10 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       // the loop on time grows it so too, and ends slow start as any slower window does: doubling
       // on, an asynchronous CPU storm (whose loop reads on time for a while) overshot.
       const doubling = starting && within;
-      if (used * 2 >= limit) {
+      // Not while some of it is lent (stalled(atLeast)): the requests it holds count as used, and
+      // growing from an estimate that includes them kept the loan (a review: 32 → 317 → 709 in
+      // slow start, still 709 after the polls had gone; 453 after it).
+      if (used * 2 >= limit && lent === 0) {
         estimate = Math.min(maxLimit, estimate + (doubling ? estimate : Math.sqrt(estimate)));
         if (doubling) rampedAt = now;
       }

@@ -267,6 +267,26 @@ describe("adaptive limit", () => {
     const aborted = fresh();
     aborted.sample(1, 3, clock.now());
     assert.equal(aborted.limit, 20);
+    // The windows that close while they are held do not grow it (the held requests count as used:
+    // a review saw 32 → 317 → 709 in slow start, still 709 after the polls had gone), and once
+    // they have gone it grows again from where it would have been.
+    const learning = createAdaptiveLimit({ initialLimit: 16, maxLimit: 1_000, queueing: () => false });
+    const windowOf = (limit: AdaptiveLimit, ms: number, inFlight: number) => {
+      for (let i = 0; i < 10; i++) {
+        clock.advance(12);
+        limit.sample(ms, inFlight, clock.now());
+      }
+    };
+    windowOf(learning, 20, 8);
+    windowOf(learning, 20, 8);
+    const base = learning.limit;
+    learning.stalled(300);
+    for (let w = 0; w < 5; w++) windowOf(learning, 20, 332);
+    assert.equal(learning.limit, 317, "held: neither doubled nor grown");
+    windowOf(learning, 20, 8);
+    assert.ok(learning.limit <= base + Math.sqrt(base) + 1, `back near its level once they left: ${learning.limit} (was ${base})`);
+    windowOf(learning, 20, learning.limit); // every permit used again: it grows, nothing left lent
+    assert.ok(learning.limit > base + Math.sqrt(base), `grows again: ${learning.limit}`);
     // Work queues while they are held (a CPU storm): all of it back at the window, then the gradient.
     const storm = createAdaptiveLimit({ initialLimit: 16, maxLimit: 1_000, queueing: () => queueing });
     const window = (ms: number, inFlight: number) => {
