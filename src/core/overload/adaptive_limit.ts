@@ -96,9 +96,10 @@ export interface AdaptiveLimit {
   readonly rampedAt?: number;
   /**
    * One request that completed normally: its latency from permit to settle, the permits in
-   * use when it completed, and the time now (the window's clock).
+   * use when it completed, and the time now (the window's clock). `held`: every permit held,
+   * those admitted over the limit too (what `stalled(atLeast)` lent must still cover).
    */
-  sample(latencyMs: number, inFlight: number, now: number): void;
+  sample(latencyMs: number, inFlight: number, now: number, held?: number): void;
   /**
    * Every permit was held for a whole wait bound and none came back while requests waited:
    * the work in flight is long (long polls), not queued behind itself, and there is no
@@ -273,9 +274,9 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     maxLimit,
     queueing,
     idle,
-    sample(latencyMs, inFlight, now) {
+    sample(latencyMs, inFlight, now, held) {
       if (!(latencyMs >= 0)) return; // NaN, negative (a clock that went back): not a sample
-      if (lent > 0) repay(inFlight);
+      if (lent > 0) repay(typeof held === "number" && held > inFlight ? held : inFlight);
       if (windowStart === undefined) {
         windowStart = now;
         if (starting) rampedAt = now;

@@ -245,7 +245,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       if (now - releasedAt > flowGapMs) flowingSince = now;
       releasedAt = now;
       if (sampled !== undefined && adaptive !== undefined) {
-        adaptive.sample(now - sampled.at, inFlight - over, now);
+        adaptive.sample(now - sampled.at, inFlight - over, now, inFlight);
         limit = adaptive.limit;
       }
       inFlight--;

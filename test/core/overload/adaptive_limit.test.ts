@@ -267,6 +267,14 @@ describe("adaptive limit", () => {
     const aborted = fresh();
     aborted.sample(1, 3, clock.now());
     assert.equal(aborted.limit, 20);
+    // Polls admitted over the limit (in slow start) are not among the permits a sample reports,
+    // but they still hold permits: what is lent covers every permit held (a fresh process's short
+    // requests beside them waited out their wait bound again and again when it did not).
+    const over = fresh();
+    over.sample(1, 3, clock.now(), 303);
+    assert.equal(over.limit, 317, "303 still held: nothing given back");
+    over.sample(1, 3, clock.now(), 3);
+    assert.equal(over.limit, 20);
     // The windows that close while they are held do not grow it (the held requests count as used:
     // a review saw 32 → 317 → 709 in slow start, still 709 after the polls had gone), and once
     // they have gone it grows again from where it would have been.
