@@ -62,4 +62,39 @@ describe(`reliability (${runtime}): long polls`, () => {
     assert.equal(refused, 0, `refused ${refused} of ${POLLS} (statuses ${[...new Set(polls)].join(", ")}) at a limit of ${before.limit}`);
     assert.ok(held >= POLLS, `the limit grew to hold them: ${held}`);
   });
+
+  test(`reliability (${runtime}): long polls taken within a limit that slow start still doubles are held, and once they have gone the limit is back near where short work had it`, { timeout: 60_000 }, async () => {
+    // 20 ms requests from 16 clients never go over tolerance, so slow start never ends (the limit
+    // stops doubling only because under half of it is used). Polls taken within it counted as
+    // permits in use, and each window of the short requests' samples doubled it up to maxLimit
+    // (1,000), where it stayed after they had gone (a review: 128 → 256 → 512 → 1,000).
+    server?.child.kill();
+    server = await startServer({});
+    const s = server;
+    let shortsOn = true;
+    let shorts = 0;
+    const bad = new Map<number, number>();
+    const shortClient = async (c: number) => {
+      for (let i = 0; shortsOn; i++) {
+        const status = await get(s.port, `/work?ms=20&bytes=2&id=s${c}-${i}`);
+        if (status === 200) shorts++;
+        else bad.set(status, (bad.get(status) ?? 0) + 1);
+      }
+    };
+    const running = Promise.all(Array.from({ length: 16 }, (_, c) => shortClient(c)));
+    try {
+      await delay(1_500);
+      const level = (await s.stats()).limit;
+      const sent = Promise.all(Array.from({ length: POLLS }, (_, i) => get(s.port, `/work?ms=${POLL_MS}&bytes=2&id=q${i}`)));
+      const polls = await within(sent, "the polls");
+      assert.deepEqual([...new Set(polls)], [200], `every poll served`);
+      await delay(1_000); // the short requests go on: their samples give back what was lent
+      const after = (await s.stats()).limit;
+      assert.ok(after <= 2 * level + Math.sqrt(2 * level), `back near its level once they left: ${after} (was ${level} before them; maxLimit 1,000)`);
+    } finally {
+      shortsOn = false;
+      await within(running, "the short requests");
+    }
+    assert.ok(shorts > 0 && bad.size === 0, `the short requests served: ${shorts}, refused ${JSON.stringify([...bad])}`);
+  });
 });

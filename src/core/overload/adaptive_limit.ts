@@ -21,7 +21,10 @@
 //   (app-limited: the latency says nothing about a limit that was not reached);
 // - work that holds its permit for long (long polls) gives no sample until it ends: when
 //   waiters time out while no permit came back for a whole wait bound, the limit grows by the
-//   queue allowance (`stalled`), so long-held permits do not pin it at its start.
+//   queue allowance (`stalled`), so long-held permits do not pin it at its start;
+// - and such work is not learned from: permits held since before the current window (`long`)
+//   do not count as used, and the limit grows for them only as lent, given back once they have
+//   gone (counted in, long polls doubled a limit still in slow start up to maxLimit).
 // Only requests that completed normally are samples; the concurrency limit decides which.
 import { _options, _positiveInt, _given, _fail, _durationMs } from "../_validate.ts";
 
@@ -97,16 +100,26 @@ export interface AdaptiveLimit {
   /**
    * One request that completed normally: its latency from permit to settle, the permits in
    * use when it completed, and the time now (the window's clock). `held`: every permit held,
-   * those admitted over the limit too (what `stalled(atLeast)` lent must still cover).
+   * those admitted over the limit too (what `stalled(atLeast)` lent must still cover). `long`:
+   * how many of the `inFlight` permits were taken before the current window began (see
+   * `windows`) and are still held: work that gives no sample for a window or more (long polls).
    */
-  sample(latencyMs: number, inFlight: number, now: number, held?: number): void;
+  sample(latencyMs: number, inFlight: number, now: number, held?: number, long?: number): void;
+  /**
+   * How many windows have closed: the concurrency limit tells the permits taken before the
+   * current window began from the rest by it, and reports them as `sample`'s `long`. The limit
+   * grows only as far as work that completes used it; where long work filled it, the growth is
+   * lent (see `stalled`). Optional for limits of your own.
+   */
+  readonly windows?: number;
   /**
    * Every permit was held for a whole wait bound and none came back while requests waited:
    * the work in flight is long (long polls), not queued behind itself, and there is no
    * sample to learn from. Grows the limit by the queue allowance, from `atLeast` when that is
    * higher (never past maxLimit): the concurrency limit gives it while the process is mostly
    * idle, to hold every request in flight and waiting. What `atLeast` added is taken back as
-   * the requests in flight fall (read at each sample), and all at once at the first window in
+   * the permits held fall (read at each sample: room is kept for those held within the last
+   * `windowMs` or two, long polls come back at once), and all at once at the first window in
    * which work queues. Limits of your own may ignore it.
    */
   stalled(atLeast?: number): void;
@@ -191,18 +204,36 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   let ownSum = 0;
   let ownCount = 0;
   let used = 0;
+  /** The most permits in use in the window by work taken in it (not `long`). */
+  let usedShort = 0;
   let inFlightSum = 0;
+  let windows = 0;
+  /** The `long` of the latest sample. */
+  let longNow = 0;
+  /**
+   * The last window's learned growth, until the next window tells whether the work that used the
+   * limit was long after all: permits taken in a window are not `long` before the next one, and
+   * long polls taken as a doubling limit let them in looked like short work for a window each.
+   */
+  let provisional: { grew: number; usedShort: number; limit: number; long: number } | undefined;
 
-  // What stalled(atLeast) lent goes back as the requests it held leave: the limit keeps room only
-  // for those still in flight, and its queue allowance beyond, above where it would be without
-  // it (a CPU storm right after a burst of long polls met the raised limit and admitted its
-  // whole first burst at once: admitted p99 0.8-1.6 s on Node).
-  const repay = (inFlight: number) => {
+  /** The most permits held in the current `windowMs` of samples, and in the one before (0: none then). */
+  let heldMost = 0;
+  let heldBefore = 0;
+  let heldAt = -Infinity;
+
+  // What was lent goes back as the requests it held leave: the limit keeps room only for the
+  // permits held within the last windowMs or two, and its queue allowance beyond, above where it
+  // would be without it (a CPU storm right after a burst of long polls met the raised limit and
+  // admitted its whole first burst at once: admitted p99 0.8-1.6 s on Node). Not only for those
+  // held now: long polls come back as soon as they are answered (given back at once, re-polls
+  // found it full, and short requests beside them waited out their wait bound: Deno p99 517 ms).
+  const repay = (held: number) => {
     const base = estimate - lent;
-    const still = Math.max(0, inFlight + Math.sqrt(inFlight) - base);
+    const still = Math.max(0, held + Math.sqrt(held) - base);
     if (still >= lent) return;
-    // What is left within one queue allowance of the base is forgiven: the limit does not grow
-    // while anything is lent, and a remainder of a fraction of a permit would hold it there.
+    // What is left within one queue allowance of the base is forgiven: nothing is learned while
+    // anything is lent, and a remainder of a fraction of a permit would hold it there.
     const kept = still > Math.sqrt(Math.max(1, base)) ? still : 0;
     estimate -= lent - kept;
     lent = kept;
@@ -210,6 +241,13 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   };
 
   const close = (shortMs: number, inFlight: number, now: number) => {
+    if (provisional !== undefined) {
+      // Those of the last window's permits still held now (at least: older ones may have left)
+      // were long work: without them it would not have used half the limit, the growth is lent.
+      const { grew, usedShort: wasUsed, limit: wasLimit, long: wasLong } = provisional;
+      provisional = undefined;
+      if ((wasUsed - (longNow - wasLong)) * 2 < wasLimit) lent += Math.max(0, Math.min(grew, estimate - lent - minLimit));
+    }
     if (baseline === undefined || shortMs < baseline) baseline = shortMs;
     // A baseline of exactly 0 is a clock coarser than the work (one of whole milliseconds, or
     // one that stands still during synchronous work, as on Cloudflare Workers): the latency is
@@ -227,11 +265,19 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       // the loop on time grows it so too, and ends slow start as any slower window does: doubling
       // on, an asynchronous CPU storm (whose loop reads on time for a while) overshot.
       const doubling = starting && within;
-      // Not while some of it is lent (stalled(atLeast)): the requests it holds count as used, and
-      // growing from an estimate that includes them kept the loan (a review: 32 → 317 → 709 in
-      // slow start, still 709 after the polls had gone; 453 after it).
-      if (used * 2 >= limit && lent === 0) {
-        estimate = Math.min(maxLimit, estimate + (doubling ? estimate : Math.sqrt(estimate)));
+      // Learned only while nothing is lent (stalled(atLeast)) and the work that is not long used
+      // half the limit: growing from an estimate that includes the held requests kept the loan (a
+      // review: 32 → 317 → 709 in slow start, still 709 after the polls had gone; 453 after it),
+      // and long polls taken within a doubling limit doubled it up to maxLimit, where it stayed
+      // after they had gone (a review: 128 → 256 → 512 → 1,000). Where long work filled the limit
+      // and fills it still (so that requests may wait), it grows as much, lent: given back as that
+      // work leaves.
+      const learned = lent === 0 && usedShort * 2 >= limit;
+      if (learned || (used >= limit && heldMost >= limit)) {
+        const grown = Math.min(maxLimit, estimate + (doubling ? estimate : Math.sqrt(estimate)));
+        if (!learned) lent += grown - estimate;
+        else provisional = { grew: grown - estimate, usedShort, limit, long: longNow };
+        estimate = grown;
         if (doubling) rampedAt = now;
       }
       if (!within) {
@@ -270,13 +316,23 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     get rampedAt() {
       return rampedAt;
     },
+    get windows() {
+      return windows;
+    },
     minLimit,
     maxLimit,
     queueing,
     idle,
-    sample(latencyMs, inFlight, now, held) {
+    sample(latencyMs, inFlight, now, held, long) {
       if (!(latencyMs >= 0)) return; // NaN, negative (a clock that went back): not a sample
-      if (lent > 0) repay(typeof held === "number" && held > inFlight ? held : inFlight);
+      const holding = typeof held === "number" && held > inFlight ? held : inFlight;
+      if (now - heldAt >= windowMs) {
+        heldBefore = now - heldAt < 2 * windowMs ? heldMost : 0;
+        heldMost = 0;
+        heldAt = now;
+      }
+      if (holding > heldMost) heldMost = holding;
+      if (lent > 0) repay(Math.max(heldMost, heldBefore));
       if (windowStart === undefined) {
         windowStart = now;
         if (starting) rampedAt = now;
@@ -284,6 +340,8 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       sum += latencyMs;
       count++;
       if (inFlight > used) used = inFlight;
+      longNow = typeof long === "number" && long > 0 ? Math.min(long, inFlight) : 0;
+      if (inFlight - longNow > usedShort) usedShort = inFlight - longNow;
       inFlightSum += inFlight;
       let shortMs: number;
       if (starting && limit >= 4 && baseline !== undefined) {
@@ -322,6 +380,8 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       windowStart = now;
       close(shortMs, meanInFlight, now);
       used = 0;
+      usedShort = 0;
+      windows++;
     },
     stalled(atLeast) {
       const grown = Math.min(maxLimit, estimate + Math.sqrt(estimate));

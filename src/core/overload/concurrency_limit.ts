@@ -229,6 +229,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       const w = queue.take(now, since, oldest);
       if (w === undefined) break;
       inFlight++;
+      young.n++;
       w.settle(now);
     }
   };
@@ -245,8 +246,13 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       if (now - releasedAt > flowGapMs) flowingSince = now;
       releasedAt = now;
       if (sampled !== undefined && adaptive !== undefined) {
-        adaptive.sample(now - sampled.at, inFlight - over, now, inFlight);
+        // Not counting the one that completes (within the limit, it left its cohort before this).
+        adaptive.sample(now - sampled.at, inFlight - over, now, inFlight, inFlight - over - 1 - young.n);
         limit = adaptive.limit;
+        if (adaptive.windows !== windows) {
+          windows = adaptive.windows;
+          young = _cohort(release);
+        }
       }
       inFlight--;
       if (queue.length > 0) {
@@ -261,6 +267,14 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       for (const resolve of resolved) resolve();
     }
   };
+
+  /**
+   * The permits taken within the limit since the adaptive limit's current window began (each
+   * window a cohort of its own: a permit gives back to the one it was taken in): the rest of
+   * those within the limit are long, reported to its samples.
+   */
+  let young = _cohort(release);
+  let windows = adaptive?.windows;
 
   // When a waiter's wait counts from (see _WaitQueue.take). While the adaptive limit is still
   // in slow start, not at all: requests wait for the limit to find its level, not in a standing
@@ -297,7 +311,9 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       return refusals.shed;
     }
     inFlight++;
-    return new _Permit(release, adaptive === undefined ? 0 : now ?? clock.now());
+    if (adaptive === undefined) return new _Permit(release, 0);
+    young.n++;
+    return new _Permit(young.release, now ?? clock.now());
   };
 
   // A permit or a refusal now, or undefined and `done(ctx, …)` once the wait ends: one waiter
@@ -323,7 +339,15 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
     if (base !== undefined && (queue.length * base) / limit > standAfterMs) queue.stand(w.at);
     return undefined;
   };
-  const owner: _Owner = { release, releaseOver, refusals, queue };
+  const owner: _Owner = {
+    // A waiter's permit is taken within the limit now (the ones admitted over it release through releaseOver).
+    get release() {
+      return young.release;
+    },
+    releaseOver,
+    refusals,
+    queue,
+  };
 
   return {
     get limit() {
@@ -352,6 +376,23 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
     },
   };
 }
+
+/** The permits taken within the limit in one of the adaptive limit's windows, still held. */
+interface _Cohort {
+  n: number;
+  readonly release: (sampled: _Permit | undefined) => void;
+}
+
+const _cohort = (release: (sampled: _Permit | undefined) => void): _Cohort => {
+  const c: _Cohort = {
+    n: 0,
+    release: (sampled) => {
+      c.n--;
+      release(sampled);
+    },
+  };
+  return c;
+};
 
 const _call = (resolve: (p: Permit | Refusal) => void, p: Permit | Refusal) => resolve(p);
 

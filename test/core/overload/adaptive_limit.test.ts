@@ -253,19 +253,22 @@ describe("adaptive limit", () => {
       assert.equal(limit.limit, 317, "300 + √300");
       return limit;
     };
-    // Each sample keeps room for the requests still in flight and their allowance, no more.
+    // Each sample keeps room for the requests held within the last window or two (windowMs: 100)
+    // and their allowance, no more.
     const leaving = fresh();
-    leaving.sample(3_000, 299, clock.now());
+    leaving.sample(3_000, 299, (clock.advance(250), clock.now()));
     assert.equal(leaving.limit, 316, "299 held: 299 + √299");
-    leaving.sample(3_000, 100, clock.now());
-    assert.equal(leaving.limit, 110, "100 held: 100 + √100");
-    leaving.sample(3_000, 0, clock.now());
+    leaving.sample(3_000, 100, (clock.advance(50), clock.now()));
+    assert.equal(leaving.limit, 316, "299 held 50 ms ago: long polls come back as soon as they are answered");
+    leaving.sample(3_000, 100, (clock.advance(250), clock.now()));
+    assert.equal(leaving.limit, 110, "100 held, and no more for 250 ms: 100 + √100");
+    leaving.sample(3_000, 0, (clock.advance(250), clock.now()));
     assert.equal(leaving.limit, 20, "none held: where it would have been without them (16 + √16)");
-    leaving.sample(3_000, 0, clock.now());
+    leaving.sample(3_000, 0, (clock.advance(250), clock.now()));
     assert.equal(leaving.limit, 20, "and no lower: only what was lent goes back");
     // Polls that left unsampled (aborted): the next request's sample reports what is in flight.
     const aborted = fresh();
-    aborted.sample(1, 3, clock.now());
+    aborted.sample(1, 3, (clock.advance(250), clock.now()));
     assert.equal(aborted.limit, 20);
     // Polls admitted over the limit (in slow start) are not among the permits a sample reports,
     // but they still hold permits: what is lent covers every permit held (a fresh process's short
@@ -273,8 +276,8 @@ describe("adaptive limit", () => {
     const over = fresh();
     over.sample(1, 3, clock.now(), 303);
     assert.equal(over.limit, 317, "303 still held: nothing given back");
-    over.sample(1, 3, clock.now(), 3);
-    assert.equal(over.limit, 20);
+    over.sample(1, 3, (clock.advance(250), clock.now()), 3);
+    assert.equal(over.limit, 20, "3 held, and no more for 250 ms");
     // The windows that close while they are held do not grow it (the held requests count as used:
     // a review saw 32 → 317 → 709 in slow start, still 709 after the polls had gone), and once
     // they have gone it grows again from where it would have been.
@@ -290,7 +293,9 @@ describe("adaptive limit", () => {
     const base = learning.limit;
     learning.stalled(300);
     for (let w = 0; w < 5; w++) windowOf(learning, 20, 332);
-    assert.equal(learning.limit, 317, "held: neither doubled nor grown");
+    assert.equal(learning.limit, 350, "held: grown only as lent, to hold them (332 + √332), not learned");
+    windowOf(learning, 20, 8);
+    assert.equal(learning.limit, 350, "they left 120 ms ago: kept for their return");
     windowOf(learning, 20, 8);
     assert.ok(learning.limit <= base + Math.sqrt(base) + 1, `back near its level once they left: ${learning.limit} (was ${base})`);
     windowOf(learning, 20, learning.limit); // every permit used again: it grows, nothing left lent
@@ -311,6 +316,43 @@ describe("adaptive limit", () => {
     queueing = true;
     window(50, 600); // far over tolerance, the polls and the storm in flight
     assert.ok(storm.limit < settled + Math.sqrt(settled), `given back, then the gradient: ${storm.limit} (settled at ${settled})`);
+  });
+
+  test("adaptive limit: long work taken within a doubling limit (long polls) grows it only as lent, and once that work has gone the limit is back where short work had it", () => {
+    // 32 short requests of 20 ms never go over tolerance: slow start stops at 128 only because
+    // under half of it is used. Then 300 long polls: 96 fill the limit, the rest wait. A review
+    // saw such polls double it to maxLimit (128 → 256 → 512 → 1,000), where it stayed.
+    const clock = createManualClock();
+    const limit = createAdaptiveLimit({ initialLimit: 64, maxLimit: 1_000, queueing: () => false });
+    // One slow-start window (at least 50 ms here) of 20 ms samples.
+    const windowOf = (inFlight: number, long: number) => {
+      for (let i = 0; i < 5; i++) {
+        clock.advance(12);
+        limit.sample(20, inFlight, clock.now(), inFlight, long);
+      }
+    };
+    for (let w = 0; w < 4; w++) windowOf(32, 0);
+    assert.equal(limit.limit, 128, "slow start, stopped where under half of it is used");
+    windowOf(128, 0); // the first 96 polls taken in this window: not long yet, they look like short work
+    assert.equal(limit.limit, 256, "doubled for them (they cannot be told from short work yet)");
+    windowOf(256, 96); // the next window: those 96 are long, and 128 more polls were taken
+    assert.ok(limit.limit >= 332, `grows to hold them all, lent: ${limit.limit}`);
+    for (let w = 0; w < 5; w++) windowOf(332, 300);
+    const held = limit.limit;
+    assert.ok(held >= 332 && held <= 332 + Math.sqrt(332) + 1, `while they are held: room for them and their allowance, no more: ${held}`);
+    windowOf(32, 0); // they have gone, 60 ms ago: kept for their return (long polls come back at once)
+    assert.equal(limit.limit, held, "kept while they may come back");
+    for (let w = 0; w < 4; w++) windowOf(32, 0);
+    assert.equal(limit.limit, 128, "back where the short work had it");
+    // Without `long` (a caller that does not report it) the same windows double it as before.
+    const blind = createAdaptiveLimit({ initialLimit: 64, maxLimit: 1_000, queueing: () => false });
+    for (const inFlight of [32, 32, 32, 32, 128, 256, 332, 332, 332, 332, 332, 332, 32, 32, 32]) {
+      for (let i = 0; i < 5; i++) {
+        clock.advance(12);
+        blind.sample(20, inFlight, clock.now());
+      }
+    }
+    assert.equal(blind.limit, 1_000);
   });
 
   test("adaptive limit: bad options throw naming the field", () => {

@@ -700,6 +700,51 @@ describe("concurrency limit", () => {
     held.release();
   });
 
+  test("concurrency limit: tells the adaptive limit's samples how many permits were taken before its current window and are still held (long work), counting a waiter from when it is admitted", async () => {
+    // Long polls taken within the limit count as permits in use; told apart, they no longer
+    // double a limit still in slow start up to maxLimit (a review: 128 → 256 → 512 → 1,000).
+    const clock = createManualClock();
+    const longs: (number | undefined)[] = [];
+    const adaptive = {
+      limit: 3,
+      baselineMs: 1,
+      minLimit: 1,
+      maxLimit: 10,
+      rampedAt: -Infinity,
+      windows: 0,
+      closes: false,
+      sample(_ms: number, _inFlight: number, _now: number, _held?: number, long?: number) {
+        longs.push(long);
+        if (this.closes) this.windows++;
+        this.closes = false;
+      },
+      stalled() {},
+    };
+    const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 1_000, clock });
+    const take = () => limit.tryAcquire(clock.now()) as Permit;
+    const [poll1, poll2, short] = [take(), take(), take()];
+    const waiting = limit.acquire(undefined, clock.now()); // the limit is full
+    adaptive.closes = true;
+    clock.advance(10);
+    short.complete(); // all taken in this window: none long; the window closes, and the waiter is admitted
+    const admitted = (await waiting) as Permit;
+    clock.advance(10);
+    admitted.complete(); // the two polls are long now; the waiter was taken in the new window
+    poll1.release(); // leaves unsampled
+    const quick = () => {
+      const p = take();
+      clock.advance(10);
+      p.complete();
+    };
+    quick(); // poll2
+    adaptive.closes = true;
+    quick(); // poll2, and the window closes
+    quick(); // poll2, taken two windows ago
+    poll2.complete(); // itself not counted
+    assert.deepEqual(longs, [0, 2, 1, 1, 1, 0]);
+    assert.equal(limit.inFlight, 0);
+  });
+
   test("concurrency limit: Infinity counts but never refuses", () => {
     const limit = createConcurrencyLimit({ limit: Infinity });
     const permits = Array.from({ length: 10_000 }, () => limit.tryAcquire());
