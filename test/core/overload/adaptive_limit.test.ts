@@ -355,6 +355,28 @@ describe("adaptive limit", () => {
     assert.equal(blind.limit, 1_000);
   });
 
+  test("adaptive limit: a window twice as slow as tolerance allows, or slower, while work queues halves the limit at once; one just over tolerance shrinks it smoothed", () => {
+    // A CPU storm that met a limit learned on slower work (128, on 20 ms I/O) shrank it 10 % a
+    // window, smoothed: its admitted requests waited seconds (Node p99 2.1-3.7 s).
+    const clock = createManualClock();
+    const limit = createAdaptiveLimit({ initialLimit: 128, maxLimit: 128, queueing: () => true });
+    const closeWindow = (ms: number, inFlight: number) => {
+      const before = limit.windows;
+      for (let i = 0; i < 100 && limit.windows === before; i++) {
+        clock.advance(12);
+        limit.sample(ms, inFlight, clock.now());
+      }
+    };
+    closeWindow(10, 128); // the baseline
+    assert.equal(limit.limit, 128);
+    closeWindow(40, 128); // 4 × the baseline
+    assert.equal(limit.limit, 64, "halved at once (smoothed: 115)");
+    closeWindow(40, 64);
+    assert.equal(limit.limit, 32);
+    closeWindow(20, 32); // 2 × the baseline: just over tolerance (1.5), a gradient of 0.75 at weight 0.2
+    assert.equal(limit.limit, 30, "32 × (0.8 + 0.75 × 0.2)");
+  });
+
   test("adaptive limit: bad options throw naming the field", () => {
     assert.throws(() => createAdaptiveLimit({ minLimit: 0 }), /Cannot create adaptive limit as "minLimit" must be a positive integer: current value is 0/);
     assert.throws(() => createAdaptiveLimit({ minLimit: 10, maxLimit: 5 }), /"maxLimit" must be at least "minLimit" \(10\): current value is 5/);
