@@ -3,7 +3,7 @@
 // compares the mean latency of the requests that completed in it (short) with a baseline (the
 // lowest window mean seen: the latency with no queue in this process), and sets
 //   limit = limit × gradient + queue allowance,   gradient = clamp(tolerance × baseline / short, 0.5, 1)
-// smoothed on the way down (unless a window is over twice tolerance: it halves), clamped to
+// smoothed on the way down (unless a window over twice tolerance queues here: it halves), clamped to
 // [minLimit, maxLimit]; it starts at its floor and doubles
 // a window until the latency first goes over tolerance (slow start, its windows shorter once
 // the baseline is read; requests waiting meanwhile are not refused as a standing queue: see
@@ -53,8 +53,8 @@ export interface AdaptiveLimitOptions {
   tolerance?: number | undefined;
   /**
    * Weight of a new, lower limit: the limit falls by at most `smoothing / 2` a window (a gradient
-   * of 0.5 at most) — unless the window is more than twice as slow as tolerance allows, which
-   * halves it at once. @default 0.2
+   * of 0.5 at most) — unless, with `queueing` given and saying so, the window is more than twice
+   * as slow as tolerance allows: that halves it at once. @default 0.2
    */
   smoothing?: number | undefined;
   /**
@@ -134,6 +134,19 @@ export interface AdaptiveLimit {
    * Optional for limits of your own.
    */
   readonly queueing?: (() => boolean) | undefined;
+  /**
+   * What `stalled(atLeast)` and long work lent now (0: nothing). The concurrency limit calls
+   * `quiet` while it is over 0. Optional for limits of your own.
+   */
+  readonly lent?: number;
+  /**
+   * No sample came for a while (the concurrency limit asks as a permit is taken while something
+   * is lent): if none came for `windowMs` or two, the room kept for the permits held earlier
+   * goes back, down to those `held` now. Without it, the loan kept for long polls' return after
+   * the last of them was answered stayed until the next sample, and a storm arriving after a
+   * quiet spell was admitted whole at the raised limit. Optional for limits of your own.
+   */
+  quiet?(now: number, held: number): void;
   /** The `idle` option, when given (see the concurrency limit's wait bound). Optional for limits of your own. */
   readonly idle?: (() => boolean) | undefined;
 }
@@ -295,22 +308,28 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       estimate = Math.max(minLimit, estimate - lent);
       lent = 0;
       const gradient = Math.max(0.5, tolerance / ratio);
-      // Twice as slow as tolerance allows, or slower: the queue is long and real, and the limit
-      // halves, unsmoothed (Envoy's adaptive concurrency does so at every window). Smoothed, a
-      // CPU storm that met a limit learned on 20 ms I/O work (64-128, slow start still doubling)
-      // shrank it 10 % a window, and its admitted requests waited seconds (Node p99 2.1-3.7 s).
-      const weight = ratio > 2 * tolerance ? 1 : smoothing;
-      estimate = Math.max(minLimit, estimate * (1 - weight) + estimate * gradient * weight);
+      let unmoved = 0;
       if (pressure === undefined) pressure = { inFlight, latencyMs: shortMs, unmoved: 0 };
       else if (inFlight <= Math.max(minLimit, pressure.inFlight / 2)) {
         // Half the concurrency, and the latency barely moved (two windows in a row): it is not
         // queueing here. Rebase.
-        pressure.unmoved = shortMs > pressure.latencyMs * 0.75 ? pressure.unmoved + 1 : 0;
+        unmoved = pressure.unmoved = shortMs > pressure.latencyMs * 0.75 ? pressure.unmoved + 1 : 0;
         if (pressure.unmoved >= 2) {
           baseline = shortMs;
           pressure = undefined;
         }
       }
+      // Twice as slow as tolerance allows, or slower, with work queueing in this process (the
+      // `queueing` reading said so: this branch): the queue is long and real, and the limit
+      // halves, unsmoothed (Envoy's adaptive concurrency does so at every window), while halving
+      // lowers the latency. Smoothed, a CPU storm that met a limit learned on 20 ms I/O work
+      // (64-128, slow start still doubling) shrank it 10 % a window, and its admitted requests
+      // waited seconds (Node p99 2.1-3.7 s). Not without a reading (a slower upstream then reads
+      // as queueing too: halving, a review saw 1,000 → 15 for 256 clients of a 5× slower one,
+      // 1,000 → 50 halving only while it lowered the latency), nor once half the concurrency
+      // did not lower it.
+      const weight = queueing !== undefined && ratio > 2 * tolerance && unmoved === 0 ? 1 : smoothing;
+      estimate = Math.max(minLimit, estimate * (1 - weight) + estimate * gradient * weight);
     }
     if (!Number.isFinite(estimate)) estimate = limit; // never: a broken figure keeps the limit where it was
     limit = Math.max(minLimit, Math.min(maxLimit, Math.floor(estimate)));
@@ -328,6 +347,9 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     },
     get windows() {
       return windows;
+    },
+    get lent() {
+      return lent;
     },
     minLimit,
     maxLimit,
@@ -392,6 +414,13 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       used = 0;
       usedShort = 0;
       windows++;
+    },
+    quiet(now, held) {
+      if (lent === 0 || now - heldAt < 2 * windowMs) return;
+      heldBefore = 0;
+      heldMost = held;
+      heldAt = now;
+      repay(held);
     },
     stalled(atLeast) {
       const grown = Math.min(maxLimit, estimate + Math.sqrt(estimate));

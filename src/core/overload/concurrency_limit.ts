@@ -161,7 +161,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
     if (!spare && now - releasedAt >= shedWaitMs) {
       releasedAt = now; // once per wait bound
       adaptive.stalled();
-      limit = adaptive.limit;
+      follow(adaptive);
       // Admitted whatever their wait, oldest first (those are the ones whose wait is up).
       admitWaiting(now, Infinity, true);
       return;
@@ -178,7 +178,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       // them waited out its whole wait bound (p50 522 ms for a 20 ms route at a few percent of a
       // core: the requests admitted over the limit are never samples, so nothing grew it).
       adaptive.stalled(inFlight + queue.length);
-      limit = adaptive.limit;
+      follow(adaptive);
       admitWaiting(now, Infinity, true);
     } else if (spare) {
       // In slow start the limit keeps its course (see above; raised to hold every waiter there,
@@ -188,7 +188,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       if (now - grewAt >= lifoAfterMs) {
         grewAt = now;
         adaptive.stalled();
-        limit = adaptive.limit;
+        follow(adaptive);
         admitWaiting(now, Infinity, true);
       }
     } else if (!ramping) return;
@@ -248,7 +248,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       if (sampled !== undefined && adaptive !== undefined) {
         // Not counting the one that completes (within the limit, it left its cohort before this).
         adaptive.sample(now - sampled.at, inFlight - over, now, inFlight, inFlight - over - 1 - young.n);
-        limit = adaptive.limit;
+        follow(adaptive);
         if (adaptive.windows !== windows) {
           windows = adaptive.windows;
           young = _cohort(release);
@@ -275,6 +275,12 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
    */
   let young = _cohort(release);
   let windows = adaptive?.windows;
+  /** Whether the adaptive limit has lent something (then `quiet` is asked as permits are taken). */
+  let lending = false;
+  const follow = (a: AdaptiveLimit) => {
+    limit = a.limit;
+    lending = (a.lent ?? 0) > 0;
+  };
 
   // When a waiter's wait counts from (see _WaitQueue.take). While the adaptive limit is still
   // in slow start, not at all: requests wait for the limit to find its level, not in a standing
@@ -306,6 +312,12 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
   };
 
   const tryAcquire = (now?: number): Permit | Refusal => {
+    if (lending) {
+      // Something is lent: given back if no sample came for a while (see AdaptiveLimit.quiet).
+      now ??= clock.now();
+      adaptive!.quiet?.(now, inFlight);
+      follow(adaptive!);
+    }
     if (inFlight >= limit) {
       pressedAt = now ?? clock.now();
       return refusals.shed;

@@ -266,6 +266,16 @@ describe("adaptive limit", () => {
     assert.equal(leaving.limit, 20, "none held: where it would have been without them (16 + √16)");
     leaving.sample(3_000, 0, (clock.advance(250), clock.now()));
     assert.equal(leaving.limit, 20, "and no lower: only what was lent goes back");
+    // No sample after the last of them was answered: asked as a permit is taken (quiet), the room
+    // kept for their return goes back once none came for a window or two.
+    const answered = fresh();
+    answered.sample(3_000, 299, (clock.advance(250), clock.now()));
+    answered.quiet!((clock.advance(50), clock.now()), 0);
+    assert.equal(answered.limit, 316, "50 ms after: kept");
+    assert.ok(answered.lent! > 0);
+    answered.quiet!((clock.advance(200), clock.now()), 0);
+    assert.equal(answered.limit, 20, "250 ms after, none held: given back");
+    assert.equal(answered.lent, 0);
     // Polls that left unsampled (aborted): the next request's sample reports what is in flight.
     const aborted = fresh();
     aborted.sample(1, 3, (clock.advance(250), clock.now()));
@@ -355,26 +365,30 @@ describe("adaptive limit", () => {
     assert.equal(blind.limit, 1_000);
   });
 
-  test("adaptive limit: a window twice as slow as tolerance allows, or slower, while work queues halves the limit at once; one just over tolerance shrinks it smoothed", () => {
+  test("adaptive limit: a window twice as slow as tolerance allows, or slower, while work queues here halves the limit at once, as long as halving lowers the latency; otherwise it shrinks smoothed", () => {
     // A CPU storm that met a limit learned on slower work (128, on 20 ms I/O) shrank it 10 % a
     // window, smoothed: its admitted requests waited seconds (Node p99 2.1-3.7 s).
     const clock = createManualClock();
-    const limit = createAdaptiveLimit({ initialLimit: 128, maxLimit: 128, queueing: () => true });
-    const closeWindow = (ms: number, inFlight: number) => {
-      const before = limit.windows;
-      for (let i = 0; i < 100 && limit.windows === before; i++) {
-        clock.advance(12);
-        limit.sample(ms, inFlight, clock.now());
+    const run = (queueing: (() => boolean) | undefined, windows: [number, number][]) => {
+      const limit = createAdaptiveLimit({ initialLimit: 128, maxLimit: 128, queueing });
+      const seen: number[] = [];
+      for (const [ms, inFlight] of [[10, 128] as [number, number], ...windows]) {
+        const before = limit.windows;
+        for (let i = 0; i < 100 && limit.windows === before; i++) {
+          clock.advance(12);
+          limit.sample(ms, inFlight, clock.now());
+        }
+        seen.push(limit.limit);
       }
+      return seen;
     };
-    closeWindow(10, 128); // the baseline
-    assert.equal(limit.limit, 128);
-    closeWindow(40, 128); // 4 × the baseline
-    assert.equal(limit.limit, 64, "halved at once (smoothed: 115)");
-    closeWindow(40, 64);
-    assert.equal(limit.limit, 32);
-    closeWindow(20, 32); // 2 × the baseline: just over tolerance (1.5), a gradient of 0.75 at weight 0.2
-    assert.equal(limit.limit, 30, "32 × (0.8 + 0.75 × 0.2)");
+    // The baseline (10 ms), then a storm whose latency falls as the limit halves; then a window
+    // whose latency did not fall with half the concurrency (smoothed: 16 × 0.9); then one just
+    // over tolerance (2 × the baseline: a gradient of 0.75 at weight 0.2).
+    const storm: [number, number][] = [[80, 128], [50, 64], [35, 32], [78, 16], [20, 14]];
+    assert.deepEqual(run(() => true, storm), [128, 64, 32, 16, 14, 13]);
+    // Without a CPU reading a slower upstream reads the same: smoothed, as before.
+    assert.deepEqual(run(undefined, storm), [128, 115, 103, 93, 83, 79]);
   });
 
   test("adaptive limit: bad options throw naming the field", () => {

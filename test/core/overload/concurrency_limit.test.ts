@@ -745,6 +745,33 @@ describe("concurrency limit", () => {
     assert.equal(limit.inFlight, 0);
   });
 
+  test("concurrency limit: what the adaptive limit lent for long polls is kept for their return, and given back once permits are taken after a quiet spell", async () => {
+    // Kept for the polls' return (they re-poll at once), the loan stayed after the last of them
+    // was answered until the next sample; a storm after a quiet spell was admitted whole at it
+    // (a review: 256 of 256 at once, against 44 before the loan was kept).
+    const run = async (quietMs: number) => {
+      const clock = createManualClock();
+      const adaptive = createAdaptiveLimit({ initialLimit: 16, queueing: () => false, idle: () => true });
+      const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 500, clock });
+      const first = Array.from({ length: 16 }, () => limit.tryAcquire(clock.now()) as Permit);
+      const waiting = Array.from({ length: 284 }, () => limit.acquire(undefined, clock.now()));
+      clock.advance(500); // their wait bound beside an idle core: the limit grows to hold them, lent
+      const polls = [...first, ...((await Promise.all(waiting)) as Permit[])];
+      assert.ok(polls.every((p) => p.ok) && limit.limit >= 300, `held: ${limit.limit}`);
+      clock.advance(2_500);
+      for (const p of polls) p.complete(); // all answered
+      clock.advance(quietMs);
+      const storm = Array.from({ length: 256 }, () => limit.tryAcquire(clock.now()));
+      const admitted = storm.filter((p) => p.ok).length;
+      for (const p of storm) if (p.ok) p.release();
+      assert.equal(limit.inFlight, 0);
+      return admitted;
+    };
+    assert.equal(await run(20), 256, "the re-polls, 20 ms later: the room kept for them");
+    const after = await run(1_000);
+    assert.ok(after <= 32, `a storm after a quiet second meets the limit without the loan: ${after} admitted at once`);
+  });
+
   test("concurrency limit: Infinity counts but never refuses", () => {
     const limit = createConcurrencyLimit({ limit: Infinity });
     const permits = Array.from({ length: 10_000 }, () => limit.tryAcquire());
