@@ -416,7 +416,8 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       windows++;
     },
     quiet(now, held) {
-      if (lent === 0 || now - heldAt < 2 * windowMs) return;
+      // Not a figure (NaN, a string): nothing moves, as a sample of NaN latency is none.
+      if (lent === 0 || !(typeof held === "number" && held >= 0) || !(now - heldAt >= 2 * windowMs)) return;
       heldBefore = 0;
       heldMost = held;
       heldAt = now;

@@ -272,6 +272,10 @@ describe("adaptive limit", () => {
     answered.sample(3_000, 299, (clock.advance(250), clock.now()));
     answered.quiet!((clock.advance(50), clock.now()), 0);
     assert.equal(answered.limit, 316, "50 ms after: kept");
+    answered.quiet!(NaN, 0);
+    answered.quiet!(clock.now() + 1_000, NaN);
+    answered.quiet!(clock.now() + 1_000, "0" as never);
+    assert.equal(answered.limit, 316, "not a figure: nothing moves");
     assert.ok(answered.lent! > 0);
     answered.quiet!((clock.advance(200), clock.now()), 0);
     assert.equal(answered.limit, 20, "250 ms after, none held: given back");
