@@ -140,11 +140,13 @@ export interface AdaptiveLimit {
    */
   readonly lent?: number;
   /**
-   * No sample came for a while (the concurrency limit asks as a permit is taken while something
-   * is lent): if none came for `windowMs` or two, the room kept for the permits held earlier
-   * goes back, down to those `held` now. Without it, the loan kept for long polls' return after
-   * the last of them was answered stayed until the next sample, and a storm arriving after a
-   * quiet spell was admitted whole at the raised limit. Optional for limits of your own.
+   * The permits `held` now, read without a sample while something is lent (the concurrency
+   * limit tells it as a permit is taken, and as one is given back unsampled): as at a sample,
+   * room is kept for the most held within the last `windowMs` or two, and what is lent beyond
+   * goes back. Without it, the loan kept for long polls' return after the last of them was
+   * answered stayed until the next sample (a storm after a quiet spell was admitted whole at
+   * the raised limit), and polls that ended unsampled (their clients gave up) counted as gone
+   * a window later though they were held a millisecond before. Optional for limits of your own.
    */
   quiet?(now: number, held: number): void;
   /** The `idle` option, when given (see the concurrency limit's wait bound). Optional for limits of your own. */
@@ -246,6 +248,17 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   // admitted its whole first burst at once: admitted p99 0.8-1.6 s on Node). Not only for those
   // held now: long polls come back as soon as they are answered (given back at once, re-polls
   // found it full, and short requests beside them waited out their wait bound: Deno p99 517 ms).
+  // Counts `holding` permits held now into the most held in the current windowMs (a new one
+  // begins once it is over; the one before is kept if it ended under windowMs ago).
+  const hold = (now: number, holding: number) => {
+    if (now - heldAt >= windowMs) {
+      heldBefore = now - heldAt < 2 * windowMs ? heldMost : 0;
+      heldMost = 0;
+      heldAt = now;
+    }
+    if (holding > heldMost) heldMost = holding;
+  };
+
   const repay = (held: number) => {
     const base = estimate - lent;
     const still = Math.max(0, held + Math.sqrt(held) - base);
@@ -357,13 +370,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     idle,
     sample(latencyMs, inFlight, now, held, long) {
       if (!(latencyMs >= 0)) return; // NaN, negative (a clock that went back): not a sample
-      const holding = typeof held === "number" && held > inFlight ? held : inFlight;
-      if (now - heldAt >= windowMs) {
-        heldBefore = now - heldAt < 2 * windowMs ? heldMost : 0;
-        heldMost = 0;
-        heldAt = now;
-      }
-      if (holding > heldMost) heldMost = holding;
+      hold(now, typeof held === "number" && held > inFlight ? held : inFlight);
       if (lent > 0) repay(Math.max(heldMost, heldBefore));
       if (windowStart === undefined) {
         windowStart = now;
@@ -417,11 +424,9 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     },
     quiet(now, held) {
       // Not a figure (NaN, a string): nothing moves, as a sample of NaN latency is none.
-      if (lent === 0 || !(typeof held === "number" && held >= 0) || !(now - heldAt >= 2 * windowMs)) return;
-      heldBefore = 0;
-      heldMost = held;
-      heldAt = now;
-      repay(held);
+      if (lent === 0 || !(typeof held === "number" && held >= 0) || !(now >= heldAt)) return;
+      hold(now, held);
+      repay(Math.max(heldMost, heldBefore));
     },
     stalled(atLeast) {
       const grown = Math.min(maxLimit, estimate + Math.sqrt(estimate));

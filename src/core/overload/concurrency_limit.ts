@@ -253,6 +253,10 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
           windows = adaptive.windows;
           young = _cohort(release);
         }
+      } else if (lending) {
+        // Given back unsampled (a poll whose client gave up): still counted as held just now.
+        adaptive!.quiet?.(now, inFlight);
+        follow(adaptive!);
       }
       inFlight--;
       if (queue.length > 0) {

@@ -749,7 +749,7 @@ describe("concurrency limit", () => {
     // Kept for the polls' return (they re-poll at once), the loan stayed after the last of them
     // was answered until the next sample; a storm after a quiet spell was admitted whole at it
     // (a review: 256 of 256 at once, against 44 before the loan was kept).
-    const run = async (quietMs: number) => {
+    const run = async (quietMs: number, end: "complete" | "release" = "complete") => {
       const clock = createManualClock();
       const adaptive = createAdaptiveLimit({ initialLimit: 16, queueing: () => false, idle: () => true });
       const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 500, clock });
@@ -759,7 +759,7 @@ describe("concurrency limit", () => {
       const polls = [...first, ...((await Promise.all(waiting)) as Permit[])];
       assert.ok(polls.every((p) => p.ok) && limit.limit >= 300, `held: ${limit.limit}`);
       clock.advance(2_500);
-      for (const p of polls) p.complete(); // all answered
+      for (const p of polls) p[end](); // all answered (or their clients gave up: no samples)
       clock.advance(quietMs);
       const storm = Array.from({ length: 256 }, () => limit.tryAcquire(clock.now()));
       const admitted = storm.filter((p) => p.ok).length;
@@ -768,6 +768,10 @@ describe("concurrency limit", () => {
       return admitted;
     };
     assert.equal(await run(20), 256, "the re-polls, 20 ms later: the room kept for them");
+    // Polls that ended unsampled were held as much (a review: 171-183 of 200 re-polls then
+    // waited out their whole wait bound, the room given back as the first of them was taken).
+    assert.equal(await run(20, "release"), 256, "the re-polls of polls that ended unsampled: the room kept for them too");
+    assert.ok((await run(1_000, "release")) <= 32);
     const after = await run(1_000);
     assert.ok(after <= 32, `a storm after a quiet second meets the limit without the loan: ${after} admitted at once`);
   });
