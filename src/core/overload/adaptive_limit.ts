@@ -248,6 +248,11 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   // admitted its whole first burst at once: admitted p99 0.8-1.6 s on Node). Not only for those
   // held now: long polls come back as soon as they are answered (given back at once, re-polls
   // found it full, and short requests beside them waited out their wait bound: Deno p99 517 ms).
+  /** The limit: the estimate's integer part, within [minLimit, maxLimit]. */
+  const clampLimit = () => {
+    limit = Math.max(minLimit, Math.min(maxLimit, Math.floor(estimate)));
+  };
+
   // Counts `holding` permits held now into the most held in the current windowMs (a new one
   // begins once it is over; the one before is kept if it ended under windowMs ago).
   const hold = (now: number, holding: number) => {
@@ -268,7 +273,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     const kept = still > Math.sqrt(Math.max(1, base)) ? still : 0;
     estimate -= lent - kept;
     lent = kept;
-    limit = Math.max(minLimit, Math.min(maxLimit, Math.floor(estimate)));
+    clampLimit();
   };
 
   const close = (shortMs: number, inFlight: number, now: number) => {
@@ -345,7 +350,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       estimate = Math.max(minLimit, estimate * (1 - weight) + estimate * gradient * weight);
     }
     if (!Number.isFinite(estimate)) estimate = limit; // never: a broken figure keeps the limit where it was
-    limit = Math.max(minLimit, Math.min(maxLimit, Math.floor(estimate)));
+    clampLimit();
   };
 
   return {
@@ -434,7 +439,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       const raised = Math.min(maxLimit, from + Math.sqrt(from));
       lent += raised - grown;
       estimate = raised;
-      limit = Math.max(minLimit, Math.min(maxLimit, Math.floor(estimate)));
+      clampLimit();
     },
   };
 }

@@ -255,8 +255,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
         }
       } else if (lending) {
         // Given back unsampled (a poll whose client gave up): still counted as held just now.
-        adaptive!.quiet?.(now, inFlight);
-        follow(adaptive!);
+        tellHeld(now);
       }
       inFlight--;
       if (queue.length > 0) {
@@ -284,6 +283,11 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
   const follow = (a: AdaptiveLimit) => {
     limit = a.limit;
     lending = (a.lent ?? 0) > 0;
+  };
+  // While something is lent: the permits held now, read without a sample (AdaptiveLimit.quiet).
+  const tellHeld = (now: number) => {
+    adaptive!.quiet?.(now, inFlight);
+    follow(adaptive!);
   };
 
   // When a waiter's wait counts from (see _WaitQueue.take). While the adaptive limit is still
@@ -319,8 +323,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
     if (lending) {
       // Something is lent: given back if no sample came for a while (see AdaptiveLimit.quiet).
       now ??= clock.now();
-      adaptive!.quiet?.(now, inFlight);
-      follow(adaptive!);
+      tellHeld(now);
     }
     if (inFlight >= limit) {
       pressedAt = now ?? clock.now();
