@@ -38,11 +38,13 @@ export interface RequestEvent {
   readonly status: number;
   readonly durationMs: number;
   /**
-   * "timeout" when 408 was sent; "error" when the handler threw (500) or the answer sent was a
-   * 5xx whoever made it (a Hono app's `onError` turns a throw into a 500; a forced drain's 503);
-   * "ok" otherwise.
+   * "timeout" when 408 was sent; "aborted" when the client left before any answer (the handler
+   * failed with its abort, or settled after it — `status` is then the answer made, which nobody
+   * received); "error" when the handler threw (500) or the answer sent was a 5xx whoever made it
+   * (a Hono app's `onError` turns a throw into a 500; a forced drain's 503); "ok" otherwise,
+   * 4xx answers included (a 413 made while the body was read too).
    */
-  readonly outcome: "ok" | "error" | "timeout";
+  readonly outcome: "ok" | "error" | "timeout" | "aborted";
 }
 
 /** A regulator's own state was broken; it failed open or closed as documented. */

@@ -40,7 +40,7 @@ export interface PrometheusExporter {
   readonly contentType: string;
 }
 
-const OUTCOMES = new Set(["ok", "error", "timeout"]);
+const OUTCOMES = new Set(["ok", "error", "timeout", "aborted"]);
 const FAILED = new Set(["open", "closed"]);
 const DRAINS = new Set(["clean", "forced"]);
 const STORE_STATES = new Set(["fallback", "recovered"]);
@@ -157,7 +157,7 @@ export function createPrometheusExporter(options?: PrometheusExporterOptions): P
   });
   const durations = new Histogram({
     name: prefix + "request_duration_seconds",
-    help: "Time from admission until the handler settled.",
+    help: "Time from the request's arrival (waits at the gates included) until its handler settled.",
     labelNames: ["outcome"],
     buckets,
     registers,

@@ -107,7 +107,7 @@ describe("guard: concurrency", () => {
     assert.match(String(errors[1]), /upstream failed/);
   });
 
-  test("guard: a handler whose body read failed (the connection broke mid-body) is not reported to onError; any 5xx sent counts as outcome error", async () => {
+  test("guard: a handler whose body read failed (the connection broke mid-body) is not reported to onError, and counts as outcome aborted (its client left); any other 5xx sent counts as outcome error", async () => {
     const { guard, errors, events } = setup({ loadMonitor: false });
     // The runtime's body source fails mid-read, as node's "aborted" or Deno's BadResource does.
     const broken = new ReadableStream<Uint8Array>({
@@ -125,7 +125,7 @@ describe("guard: concurrency", () => {
     // A handler's own 503 is a 5xx sent: outcome error, as a throw's 500 is.
     await guard.wrap(() => new Response("busy", { status: 503 }))(GET());
     const outcomes = events.filter((e) => e.type === "request").map((e) => [(e as { status: number }).status, (e as { outcome: string }).outcome]);
-    assert.deepEqual(outcomes, [[500, "error"], [503, "error"]]);
+    assert.deepEqual(outcomes, [[500, "aborted"], [503, "error"]]);
   });
 
   test("guard: an onError hook that throws is logged; the request is still answered 500 and its permit freed", async () => {

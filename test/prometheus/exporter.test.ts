@@ -61,7 +61,7 @@ describe("prometheus exporter: families", () => {
 
   test("prometheus exporter: known label sets start at zero so the first increment is visible to rate()", async () => {
     const text = parsePromText(await createPrometheusExporter().render());
-    for (const outcome of ["ok", "error", "timeout"]) {
+    for (const outcome of ["ok", "error", "timeout", "aborted"]) {
       assert.equal(valueOf(text, "serve_hygiene_request_duration_seconds_count", { outcome }), 0);
     }
     assert.equal(valueOf(text, "serve_hygiene_drains_total", { outcome: "clean" }), 0);

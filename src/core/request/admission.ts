@@ -30,7 +30,7 @@ export interface _AdmissionHost {
 
 // One reason on every runtime (they report a client leaving as AbortError, BadResource or
 // Error("aborted")); the runtime's own reason is kept as the cause.
-// Answered 500 if a route rethrows it (nobody receives it; the outcome stays "error", as a 500 counts).
+// Answered 500 if a route rethrows it (nobody receives it; the outcome is "aborted").
 const _clientGone = (cause?: unknown) => _answering(Object.assign(new DOMException("The client disconnected", "AbortError"), { cause }), 500);
 
 export class _Admission {

@@ -86,15 +86,17 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
   // ran, else the answer made of its result (`status`).
   // The outcome follows the status sent: a 5xx is an error whoever made it (a Hono app's
   // onError turns a route's throw into a 500 the guard sees as an answer: a review found
-  // `outcome="error"` at 0 under Hono; a forced drain's 503).
-  const report = (a: _Admission, status: number, outcome: "ok" | "error") => {
+  // `outcome="error"` at 0 under Hono; a forced drain's 503) — unless the client had left before
+  // any answer: nobody received it, and an observability review saw each client leaving a route
+  // that follows its signal counted as a server error ("aborted" now; `gone`).
+  const report = (a: _Admission, status: number, outcome: "ok" | "error", gone = a.abandonedBy !== undefined && a.sentStatus === undefined) => {
     if (onEvent === undefined) return;
     const sent = a.sentStatus ?? status;
     _emit(eventSinks, {
       type: "request",
       status: sent,
       durationMs: clock.now() - a.startedAt,
-      outcome: a.straggling ? "timeout" : sent >= 500 ? "error" : outcome,
+      outcome: a.straggling ? "timeout" : gone ? "aborted" : sent >= 500 ? "error" : outcome,
     });
   };
 
@@ -154,17 +156,19 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
   const failure = (a: _Admission, error: unknown): Response => {
     settle(a);
     let out: Response;
+    let gone = false;
     if (a.overflowed || isBodyTooLargeError(error)) out = overCap(a);
     else {
       // After a 408 the failure is the expected reaction to the aborted signal, and so is the
       // abort itself once the client left (a wait on the request's signal rejected with its
       // reason — @hono/node-server's is a string — or an AbortError): a review saw that reach
       // onError as a handler's failure. Any other failure is still one, client gone or not.
-      if (a.abandonedBy === undefined && !_clientsAbort(a, error)) onError(error, a.request);
+      gone = a.abandonedBy !== undefined || _clientsAbort(a, error);
+      if (!gone) onError(error, a.request);
       out = _refusalResponse(500);
     }
     // A read that failed at the cap is the client's doing, answered 413: not a handler error.
-    report(a, out.status, out.status === 500 ? "error" : "ok");
+    report(a, out.status, out.status === 500 ? "error" : "ok", gone);
     return out;
   };
 

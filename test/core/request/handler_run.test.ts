@@ -47,8 +47,8 @@ function setup() {
     report: () => {},
     computeKey: () => {},
   };
-  const admit = () => {
-    const a = new _Admission(host, new Request("http://localhost/"), undefined, clock.now(), 1000);
+  const admit = (request = new Request("http://localhost/")) => {
+    const a = new _Admission(host, request, undefined, clock.now(), 1000);
     const h = held();
     a.hold(h.thing);
     return { a, given: h.given };
@@ -178,6 +178,41 @@ describe("handler run", () => {
     assert.deepEqual(events.map((e) => e.type === "request" && [e.status, e.outcome]), [[408, "timeout"], [408, "timeout"], [408, "timeout"]]);
     assert.equal(errors.length, 1, "a rejection after the 408 is the expected reaction to the signal; a value not a Response is logged");
     assert.ok(errors[0] instanceof TypeError);
+    run.dispose();
+  });
+
+  test("a client that left before any answer is reported as aborted, not as a server error — the handler failed with its abort, or answered after it (a framework's onError 500 too); nothing is logged", async () => {
+    const { run, admit, errors, events } = setup();
+    const answers: (number | undefined)[] = [];
+    const settleWith: ((signal: AbortSignal) => Promise<Response>)[] = [
+      // a route that follows its signal: the wait rejects with the abort
+      (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
+      // a framework's error handler turned that rejection into a 500 answer
+      (signal) => new Promise((resolve) => signal.addEventListener("abort", () => resolve(new Response(null, { status: 500 })))),
+      // a route that answered anyway, after the client had left
+      (signal) => new Promise((resolve) => signal.addEventListener("abort", () => resolve(new Response("late")))),
+    ];
+    for (const settle of settleWith) {
+      const client = new AbortController();
+      const { a, given } = admit(new Request("http://localhost/", { signal: client.signal }));
+      const answer = run.run((_req, info) => settle(info.context.signal), a, false);
+      client.abort(new DOMException("gone", "AbortError"));
+      answers.push((await answer).status);
+      assert.deepEqual(given, { completed: 0, disposed: 1 }, "given back, not as a latency sample");
+    }
+    assert.deepEqual(answers, [500, 500, 200]);
+    assert.deepEqual(errors, []);
+    assert.deepEqual(events.map((e) => e.type === "request" && [e.status, e.outcome]), [[500, "aborted"], [500, "aborted"], [200, "aborted"]]);
+    // A failure of the handler's own is still an error, client gone or not; so is a 500 it made
+    // with its client still there.
+    const client = new AbortController();
+    const bug = new Error("a bug");
+    const gone = admit(new Request("http://localhost/", { signal: client.signal }));
+    client.abort();
+    assert.equal((await run.run(() => Promise.reject(bug), gone.a, false)).status, 500);
+    assert.equal((await run.run(() => Promise.resolve(new Response(null, { status: 500 })), admit().a, false)).status, 500);
+    assert.deepEqual(errors, [bug]);
+    assert.deepEqual(events.slice(3).map((e) => e.type === "request" && [e.status, e.outcome]), [[500, "error"], [500, "error"]]);
     run.dispose();
   });
 
