@@ -52,6 +52,7 @@ export {
   type _Translate,
 } from "./guarded_fetch.ts";
 import { _safeLogger } from "./_user_code.ts";
+import { _BodyWaits } from "./request/_body_waits.ts";
 export { type _HeadAnswer, _refusalHead } from "./gates/refuse.ts";
 
 /**
@@ -109,6 +110,8 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const keyed = _keyedParts(o, sink, clock, guardKey);
   const longLived = _createLongLived(o.stopping?.signal ?? shutdown, clock);
   const timed = config.requestTimeoutMs !== Infinity;
+  // Bodies read slowly give up their permits' places (_body_waits.ts).
+  const bodyWaits = new _BodyWaits(clock, concurrency);
 
   const refusal = host?.cloneResponses === true ? _clonedRefusal : _refusalResponse;
   // The service's own headers on every refusal (CORS): off, the refusal path does nothing more.
@@ -136,7 +139,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     keyed?.rate === undefined ? undefined : _rateLimitGate(keyed, sink), //   5 keyed rate limits
     keyed?.inFlight === undefined ? undefined : _keyInFlightGate(keyed, sink), // 6 per-key in-flight
     _concurrencyGate(concurrency), //                                         7 concurrency limit
-    _bodyCapGate(config.bodyLimitBytes, config.routeBodyLimits, timed), //    8 body cap
+    _bodyCapGate(config.bodyLimitBytes, config.routeBodyLimits, timed, bodyWaits), // 8 body cap
     timed ? _deadlineGate() : undefined, //                                   9 request timeout
   ].filter((g): g is Gate => g !== undefined);
   // Exempt requests (probes, metrics) skip the process-wide gates, never the per-client ones.
@@ -287,6 +290,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     },
     dispose() {
       handlerRun.dispose();
+      bodyWaits.dispose();
       longLived.dispose();
       loadGate?.dispose();
       memory?.dispose();

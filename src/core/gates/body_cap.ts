@@ -7,13 +7,17 @@
 import { limitBody } from "../request/body_limit.ts";
 import { _capFor, closesOnUnreadBody, type RouteBodyLimit, UNREAD_BODY_KEEP_BYTES } from "../request/body_caps.ts";
 import type { _Admission } from "../request/admission.ts";
+import type { _BodyWaits } from "../request/_body_waits.ts";
 import { type Gate, type GateRefusal, PASS } from "./gate.ts";
 
 // Its layer is framing's: what is wrong is the request's form, not its size.
 const MALFORMED_TARGET: GateRefusal = Object.freeze({ layer: "framing", reason: "malformed-target", status: 400, close: true });
 
-/** The body cap gate. `timed`: a deadline applies (a body must be failable when it passes). */
-export function _bodyCapGate(service: number | undefined, routes: readonly RouteBodyLimit[], timed: boolean): Gate {
+/**
+ * The body cap gate. `timed`: a deadline applies (a body must be failable when it passes).
+ * `waits`: a request whose counted body is read slowly gives up its permit's place (_body_waits.ts).
+ */
+export function _bodyCapGate(service: number | undefined, routes: readonly RouteBodyLimit[], timed: boolean, waits?: _BodyWaits): Gate {
   return {
     layer: "body",
     processWide: false,
@@ -38,11 +42,16 @@ export function _bodyCapGate(service: number | undefined, routes: readonly Route
         wanted?.();
         return PASS;
       }
+      const read = a.permit === undefined ? undefined : waits?.read(a.permit);
       const limited = limitBody(body, {
         limit: () => a.bodyLimit,
         declared,
         onOverflow: () => (a.overflowed = true),
-        onEnd: () => (a.bodyEnded = true),
+        onEnd: () => {
+          a.bodyEnded = true;
+          read?.arrived();
+        },
+        onRead: read,
         onFirstRead: wanted,
         onSourceError: (error) => a.bodyBroke(error),
         bindFail: (fail) => (a.failBody = fail),

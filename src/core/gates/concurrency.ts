@@ -1,5 +1,7 @@
 // Gate 7: the concurrency limit. A permit is held by the admission until the handler settles
-// (not until the response is sent), so in-flight counts are true work. At the limit the
+// (not until the response is sent), so in-flight counts are true work — but for a request
+// whose body is read slowly, whose permit stops counting against the limit meanwhile
+// (parked: request/_body_waits.ts). At the limit the
 // request waits in the bounded admission queue (a promise: only then is the gate asynchronous),
 // or is refused at once when there is no queue or it is full; it leaves when its client goes.
 import type { _ConcurrencyLimit } from "../overload/concurrency_limit.ts";
@@ -18,6 +20,7 @@ export function _concurrencyGate(concurrency: _ConcurrencyLimit): Gate {
   const verdict = (a: _Admission, p: Permit | Refusal): GateVerdict => {
     if (p.ok) {
       a.hold(p);
+      a.permit = p;
       return PASS;
     }
     return { reason: p.reason, status: 503, retryAfterMs: p.retryAfterMs };

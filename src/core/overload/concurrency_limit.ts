@@ -103,6 +103,28 @@ export interface _ConcurrencyLimit extends ConcurrencyLimit {
   _acquireFor<C>(ctx: C, done: (ctx: C, p: Permit | Refusal) => void, signal?: AbortSignalLike, arrived?: number): Permit | Refusal | undefined;
   /** Ends every wait now, each refused as its wait bound would ("queue-timeout"): the caller's forced drain. */
   _refuseWaiting(): void;
+  /**
+   * Parks a permit held by work that waits on its client (a request body arriving slowly:
+   * _body_waits.ts): still held (`inFlight`, `idle()`), no longer counted against the limit,
+   * so a waiter may take its place (`_admit`); never a latency sample. A no-op once given back,
+   * and while `maxWaiting` permits are parked already.
+   */
+  _park(permit: Permit): void;
+  /** Counts a parked permit against the limit again (its body has arrived), over it if need be. */
+  _unpark(permit: Permit): void;
+  /**
+   * Hands the places of permits parked just now to waiters, oldest first whatever their wait:
+   * they waited for work waiting on its client, not in an overload's queue.
+   */
+  _admit(now: number): void;
+  /** The adaptive limit's CPU reading (`queueing`), where it has one. */
+  _queueing(): boolean | undefined;
+  /**
+   * Called with the time whenever a request finds every permit in use (`due` false), and when a
+   * waiter's wait is up (`due` true: it returns whether it parked permits, whose places then go
+   * to the waiters due).
+   */
+  _whenFull(hook: ((now: number, due: boolean) => boolean) | undefined): void;
 }
 
 /**
@@ -152,6 +174,8 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
   // itself keeps its course: raised to hold them, it overshot on Node and stayed at 250-340
   // permits after a storm instead of ~115.
   const onDue = (now: number) => {
+    // The places of work waiting on its client parked now go to the waiters due, oldest first.
+    if (whenFull?.(now, true) === true) admitWaiting(now, Infinity, true);
     if (adaptive === undefined) return;
     // The process is mostly idle: a request whose wait is up waited for the limit, not for the
     // process, and is admitted (refused, a burst of long polls lost most of its requests beside
@@ -220,6 +244,11 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
   let over = 0;
   /** When a request last found every permit in use (the standing bound holds waiters only while requests keep doing so). */
   let pressedAt = -Infinity;
+  /** Permits parked: held by work waiting on its client, not counted in `inFlight` (see `_park`). */
+  let parked = 0;
+  let whenFull: ((now: number, due: boolean) => boolean) | undefined;
+  /** True while a permit is parked: its place is handed on by the caller (`_admit`, or `onDue`'s own order). */
+  let parking = false;
   let calm: TimerHandle | undefined;
 
   // Hands free permits to waiters while there are both (the limit may have grown). `since` and
@@ -258,17 +287,47 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
         tellHeld(now);
       }
       inFlight--;
-      if (queue.length > 0) {
+      if (queue.length > 0 && !parking) {
         const since = waitSince();
         admitWaiting(now, since);
         if (queue.length > 0 && inFlight < limit) settleHeld(now, since);
       }
     }
-    if (inFlight === 0 && idleWaiters.length > 0) {
-      const resolved = idleWaiters;
-      idleWaiters = [];
-      for (const resolve of resolved) resolve();
+    if (inFlight + parked === 0) wakeIdle();
+  };
+  const wakeIdle = () => {
+    if (idleWaiters.length === 0) return;
+    const resolved = idleWaiters;
+    idleWaiters = [];
+    for (const resolve of resolved) resolve();
+  };
+
+  // A parked permit given back: it was no longer counted against the limit.
+  const releaseParked = () => {
+    parked--;
+    if (inFlight + parked === 0) wakeIdle();
+  };
+  const park = (p: Permit) => {
+    // At most `maxWaiting` parked: bodies waiting on their clients are waiters of a kind, and
+    // past that many the limit bounds them again (a flood of slow uploads).
+    if (!(p instanceof _Permit) || parked >= maxWaiting) return;
+    const give = p._rebind(releaseParked);
+    if (give === undefined || give === releaseParked) return;
+    parked++;
+    // Given back unsampled, as far as the limit goes; its place is handed on by the caller.
+    parking = true;
+    try {
+      give(undefined);
+    } finally {
+      parking = false;
     }
+  };
+  const unpark = (p: Permit) => {
+    if (!(p instanceof _Permit) || p._rebind(releaseOver) !== releaseParked) return;
+    parked--;
+    // Over the limit: its latency is its client's as much as its own, never a sample.
+    inFlight++;
+    over++;
   };
 
   /**
@@ -326,7 +385,9 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       tellHeld(now);
     }
     if (inFlight >= limit) {
-      pressedAt = now ?? clock.now();
+      pressedAt = now ??= clock.now();
+      // Work waiting on its client may give up its place soon (_body_waits.ts comes back for it).
+      whenFull?.(now, false);
       return refusals.shed;
     }
     inFlight++;
@@ -376,7 +437,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
     shedWaitMs,
     maxWaiting,
     get inFlight() {
-      return inFlight;
+      return inFlight + parked;
     },
     get waiting() {
       return queue.length;
@@ -390,8 +451,13 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
     },
     _acquireFor: acquireFor,
     _refuseWaiting: () => queue.settleAll(clock.now(), "queue-timeout"),
+    _park: park,
+    _unpark: unpark,
+    _admit: (now) => admitWaiting(now, Infinity, true),
+    _queueing: () => adaptive?.queueing?.(),
+    _whenFull: (hook) => void (whenFull = hook),
     idle() {
-      return inFlight === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve));
+      return inFlight + parked === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve));
     },
   };
 }

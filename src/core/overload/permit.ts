@@ -60,6 +60,16 @@ export class _Permit implements Permit {
   [Symbol.dispose](): void {
     this.release();
   }
+
+  /**
+   * How it is given back from now on (its limit parks or unparks it: concurrency_limit.ts); the
+   * way before, or undefined once it was given back (then nothing changes).
+   */
+  _rebind(release: (sampled: _Permit | undefined) => void): ((sampled: _Permit | undefined) => void) | undefined {
+    const before = this.#release;
+    if (before !== undefined) this.#release = release;
+    return before;
+  }
 }
 
 /** What a waiter needs of its concurrency limit. */

@@ -10,6 +10,7 @@ import { BodyTooLargeError, declaredLength } from "./body_limit.ts";
 import { _RequestView, type ServeInfo } from "./request_context.ts";
 import { _positiveIntOrInfinity } from "../_validate.ts";
 import { _answering } from "../errors.ts";
+import type { Permit } from "../overload/permit.ts";
 
 /** What the guard lends every admission (one object, shared). */
 export interface _AdmissionHost {
@@ -54,6 +55,8 @@ export class _Admission {
   declared: DeclaredLength | undefined = undefined;
   /** The request the handler gets: the original, or one carrying the capped body. */
   forward: Request;
+  /** The concurrency permit it holds (gate 7), which a body read slowly may park (_body_waits.ts). */
+  permit: Permit | undefined = undefined;
   /** True once the body passed its cap: the answer becomes 413 whatever the handler says. */
   overflowed = false;
   /** True once the body was read to its end. */

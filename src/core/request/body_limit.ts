@@ -65,6 +65,8 @@ export interface LimitBodyOptions {
   onOverflow?: ((error: BodyTooLargeError) => void) | undefined;
   /** Told once when the body has been read to its end. */
   onEnd?: (() => void) | undefined;
+  /** Told as each read of the source starts, and as it ends (bytes, the end, or a failure). */
+  onRead?: { start(): void; end(): void } | undefined;
   /** Told once, when the body is first read and the declared length is within the cap. */
   onFirstRead?: (() => void) | undefined;
   /**
@@ -129,10 +131,14 @@ export function limitBody(body: ReadableStream<Uint8Array>, options: LimitBodyOp
           options.onFirstRead?.();
         }
         let next: Awaited<ReturnType<typeof reader.read>>;
+        const onRead = options.onRead;
+        onRead?.start();
         try {
           next = await reader.read();
         } catch (error) {
           throw (failed ? undefined : options.onSourceError?.(error)) ?? error;
+        } finally {
+          onRead?.end();
         }
         const { done, value } = next;
         if (failed) return; // failed while the read was pending: the consumer already knows
