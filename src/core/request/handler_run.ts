@@ -163,8 +163,11 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
       // abort itself once the client left (a wait on the request's signal rejected with its
       // reason — @hono/node-server's is a string — or an AbortError): a review saw that reach
       // onError as a handler's failure. Any other failure is still one, client gone or not.
-      gone = a.abandonedBy !== undefined || _clientsAbort(a, error);
-      if (!gone) onError(error, a.request);
+      if (a.abandonedBy === undefined && !_clientsAbort(a, error)) onError(error, a.request);
+      // Reported as the client's leaving only when the failure is its abort (a review: a
+      // handler's own TypeError after its client left read as "aborted", in neither the log
+      // nor the errors).
+      gone = error === a.abandonedBy || _clientsAbort(a, error);
       out = _refusalResponse(500);
     }
     // A read that failed at the cap is the client's doing, answered 413: not a handler error.

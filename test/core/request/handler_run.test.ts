@@ -203,8 +203,18 @@ describe("handler run", () => {
     assert.deepEqual(answers, [500, 500, 200]);
     assert.deepEqual(errors, []);
     assert.deepEqual(events.map((e) => e.type === "request" && [e.status, e.outcome]), [[500, "aborted"], [500, "aborted"], [200, "aborted"]]);
-    // A failure of the handler's own is still an error, client gone or not; so is a 500 it made
-    // with its client still there.
+    // A failure of the handler's own is still an error, client gone or not (watched or not); so
+    // is a 500 it made with its client still there.
+    const watched = new AbortController();
+    const left = admit(new Request("http://localhost/", { signal: watched.signal }));
+    const own = run.run((_req, info) => {
+      void info.context.signal; // asked for: the client's leaving is watched
+      return new Promise((_, reject) => setTimeout(() => reject(new TypeError("its own")), 1));
+    }, left.a, false);
+    watched.abort();
+    assert.equal((await own).status, 500);
+    assert.deepEqual(events.slice(3).map((e) => e.type === "request" && [e.status, e.outcome]), [[500, "error"]]);
+    events.splice(3);
     const client = new AbortController();
     const bug = new Error("a bug");
     const gone = admit(new Request("http://localhost/", { signal: client.signal }));
