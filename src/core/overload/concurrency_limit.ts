@@ -106,10 +106,11 @@ export interface _ConcurrencyLimit extends ConcurrencyLimit {
   /**
    * Parks a permit held by work that waits on its client (a request body arriving slowly:
    * _body_waits.ts): still held (`inFlight`, `idle()`), no longer counted against the limit,
-   * so a waiter may take its place (`_admit`); never a latency sample. A no-op once given back,
-   * and while `maxWaiting` permits are parked already.
+   * so a waiter may take its place (`_admit`); never a latency sample. Not once given back, nor
+   * while `maxWaiting` are parked, nor past the adaptive limit's `maxLimit` held in all (a fixed
+   * limit: never while it is full). Returns whether it parked it.
    */
-  _park(permit: Permit): void;
+  _park(permit: Permit): boolean;
   /** Counts a parked permit against the limit again (its body has arrived), over it if need be. */
   _unpark(permit: Permit): void;
   /**
@@ -307,12 +308,16 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
     parked--;
     if (inFlight + parked === 0) wakeIdle();
   };
-  const park = (p: Permit) => {
-    // At most `maxWaiting` parked: bodies waiting on their clients are waiters of a kind, and
-    // past that many the limit bounds them again (a flood of slow uploads).
-    if (!(p instanceof _Permit) || parked >= maxWaiting) return;
+  // Parked or not, every permit held stays within the adaptive limit's maxLimit (a user's bound
+  // for a pool behind the handler: a parked request's work after its body counts again, over
+  // the limit), and a fixed limit is such a bound itself: there a slow body keeps its permit (a
+  // review: a fixed limit of 4 ran 24 handlers past their bodies at once). At most `maxWaiting`
+  // parked: bodies waiting on their clients are waiters of a kind.
+  const mostHeld = adaptive === undefined ? fixed : adaptive.maxLimit;
+  const park = (p: Permit): boolean => {
+    if (!(p instanceof _Permit) || parked >= maxWaiting || inFlight + parked >= mostHeld) return false;
     const give = p._rebind(releaseParked);
-    if (give === undefined || give === releaseParked) return;
+    if (give === undefined || give === releaseParked) return false;
     parked++;
     // Given back unsampled, as far as the limit goes; its place is handed on by the caller.
     parking = true;
@@ -321,9 +326,10 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
     } finally {
       parking = false;
     }
+    return true;
   };
   const unpark = (p: Permit) => {
-    if (!(p instanceof _Permit) || p._rebind(releaseOver) !== releaseParked) return;
+    if (!(p instanceof _Permit) || p._rebind(releaseOver, releaseParked) !== releaseParked) return;
     parked--;
     // Over the limit: its latency is its client's as much as its own, never a sample.
     inFlight++;

@@ -62,12 +62,13 @@ export class _Permit implements Permit {
   }
 
   /**
-   * How it is given back from now on (its limit parks or unparks it: concurrency_limit.ts); the
-   * way before, or undefined once it was given back (then nothing changes).
+   * How it is given back from now on (its limit parks or unparks it: concurrency_limit.ts),
+   * only if it is now given back by `expected` (any way, when not given); returns the way before,
+   * or undefined once it was given back (then nothing changes).
    */
-  _rebind(release: (sampled: _Permit | undefined) => void): ((sampled: _Permit | undefined) => void) | undefined {
+  _rebind(release: (sampled: _Permit | undefined) => void, expected?: (sampled: _Permit | undefined) => void): ((sampled: _Permit | undefined) => void) | undefined {
     const before = this.#release;
-    if (before !== undefined) this.#release = release;
+    if (before !== undefined && (expected === undefined || before === expected)) this.#release = release;
     return before;
   }
 }

@@ -58,10 +58,11 @@ export class _BodyRead {
     if (this.#permit !== undefined) this.#waits.concurrency._unpark(this.#permit);
   }
 
-  /** Parks the permit (the pending read waited long enough). */
-  park(): void {
+  /** Parks the permit (the pending read waited long enough); whether it was. */
+  park(): boolean {
+    if (this.#permit === undefined || !this.#waits.concurrency._park(this.#permit)) return false;
     this.parked = true;
-    if (this.#permit !== undefined) this.#waits.concurrency._park(this.#permit);
+    return true;
   }
 }
 
@@ -129,8 +130,8 @@ export class _BodyWaits {
     let any = false;
     for (const r of this.#pending) {
       if (now - r.since < after) continue;
+      if (!r.park()) continue; // the limit bounds it (maxLimit, maxWaiting): tried again later
       this.#pending.delete(r);
-      r.park();
       any = true;
     }
     return any;

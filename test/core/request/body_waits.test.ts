@@ -8,9 +8,9 @@ import { createManualClock } from "../../../src/testing/manual_clock.ts";
 import { flushMicrotasks } from "../../support/flush.ts";
 
 /** An adaptive limit of `limit` that records its samples' latencies. */
-function recording(limit: number) {
+function recording(limit: number, maxLimit = 100) {
   const samples: number[] = [];
-  return { samples, adaptive: { limit, baselineMs: undefined, minLimit: 1, maxLimit: 100, sample: (ms: number) => void samples.push(ms), stalled() {} } };
+  return { samples, adaptive: { limit, baselineMs: undefined, minLimit: 1, maxLimit, sample: (ms: number) => void samples.push(ms), stalled() {} } };
 }
 
 function setup(limit = 1, shedWaitMs = 500) {
@@ -61,15 +61,34 @@ describe("body waits", () => {
     assert.ok(b.ok && !c.ok, "one place, as before");
   });
 
-  test("at most maxWaiting permits are parked at once: past that many, the limit bounds slow bodies again", () => {
+  test("at most maxWaiting permits are parked at once, and never past maxLimit held in all (a fixed limit: never while full); one not parked is unaffected by an unpark and still a sample", () => {
     const clock = createManualClock();
-    const concurrency = _createConcurrencyLimit({ limit: 3, shedWaitMs: 500, maxWaiting: 2, clock });
+    const { samples, adaptive } = recording(3);
+    const concurrency = _createConcurrencyLimit({ limit: adaptive, shedWaitMs: 500, maxWaiting: 2, clock });
     const permits = [concurrency.tryAcquire(), concurrency.tryAcquire(), concurrency.tryAcquire()] as Permit[];
-    for (const p of permits) concurrency._park(p);
+    assert.deepEqual(permits.map((p) => concurrency._park(p)), [true, true, false]);
     assert.equal(concurrency.inFlight, 3);
     assert.ok(concurrency.tryAcquire().ok, "two places freed");
     assert.ok(concurrency.tryAcquire().ok);
     assert.equal(concurrency.tryAcquire().ok, false, "the third was not parked");
+    concurrency._unpark(permits[2]!); // never parked: nothing changes
+    clock.advance(7);
+    permits[2]!.complete();
+    assert.deepEqual(samples, [7], "still a sample");
+    assert.ok(concurrency.tryAcquire().ok, "and its place came back");
+    // maxLimit: 4 held (2 parked) at a limit of 2 and a maxLimit of 4: no more parking.
+    const capped = _createConcurrencyLimit({ limit: recording(2, 4).adaptive, shedWaitMs: 500, clock });
+    const a = capped.tryAcquire() as Permit, b = capped.tryAcquire() as Permit;
+    assert.deepEqual([capped._park(a), capped._park(b)], [true, true]);
+    const c = capped.tryAcquire() as Permit, d = capped.tryAcquire() as Permit;
+    assert.ok(c.ok && d.ok);
+    assert.equal(capped._park(c), false, "4 held in all: the pool behind the handler sees no more");
+    // A fixed limit is such a bound itself.
+    const fixed = _createConcurrencyLimit({ limit: 2, shedWaitMs: 500, clock });
+    const f = fixed.tryAcquire() as Permit;
+    fixed.tryAcquire();
+    assert.equal(fixed._park(f), false);
+    assert.equal(fixed.tryAcquire().ok, false);
   });
 
   test(`a request finding the limit full parks the permits of requests that have read their bodies ${PARK_AFTER_MS} ms with a read pending — not a younger one, nor one not waiting on its client`, async () => {
