@@ -34,9 +34,9 @@ export class _BodyRead {
   since = -1;
   parked = false;
   readonly #waits: _BodyWaits;
-  readonly #permit: Permit | undefined;
+  readonly #permit: Permit;
 
-  constructor(waits: _BodyWaits, permit: Permit | undefined) {
+  constructor(waits: _BodyWaits, permit: Permit) {
     this.#waits = waits;
     this.#permit = permit;
   }
@@ -55,12 +55,12 @@ export class _BodyRead {
   arrived(): void {
     if (!this.parked) return;
     this.parked = false;
-    if (this.#permit !== undefined) this.#waits.concurrency._unpark(this.#permit);
+    this.#waits.concurrency._unpark(this.#permit);
   }
 
   /** Parks the permit (the pending read waited long enough); whether it was. */
   park(): boolean {
-    if (this.#permit === undefined || !this.#waits.concurrency._park(this.#permit)) return false;
+    if (!this.#waits.concurrency._park(this.#permit)) return false;
     this.parked = true;
     return true;
   }
@@ -68,9 +68,12 @@ export class _BodyRead {
 
 /**
  * How late a timer may run with the loop still keeping up. Later, the process is busy: a read
- * pending then may be waiting for the loop, not for its client — an asynchronous POST storm's
- * reads pended over PARK_AFTER_MS, and parking them admitted stale waiters (admitted p99
- * 545 ms on Node and Deno against 57–82 ms).
+ * pending then may be waiting for the loop, not for its client, and parking it would admit
+ * more work into a loop that cannot keep up. A guard where there is no CPU reading (`hygiene()`
+ * without a Host); with one, its `queueing` says so first. (A first form without either read
+ * admitted p99 545 ms in asynchronous POST storms on Node and Deno against 57–82 ms; the cause
+ * there was another: the wait bound handed free permits held for fresher requests to the
+ * waiters due, whatever was parked.)
  */
 export const LATE_MS = 10;
 
@@ -94,7 +97,7 @@ export class _BodyWaits {
   }
 
   /** A body the gate counts, read by the request holding `permit`. */
-  read(permit: Permit | undefined): _BodyRead {
+  read(permit: Permit): _BodyRead {
     return new _BodyRead(this, permit);
   }
 
