@@ -110,8 +110,9 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   const keyed = _keyedParts(o, sink, clock, guardKey);
   const longLived = _createLongLived(o.stopping?.signal ?? shutdown, clock);
   const timed = config.requestTimeoutMs !== Infinity;
-  // Bodies read slowly give up their permits' places (_body_waits.ts).
-  const bodyWaits = new _BodyWaits(clock, concurrency);
+  // Bodies read slowly give up their permits' places (_body_waits.ts): under the adaptive limit
+  // only (a fixed limit never parks, so its bodies need no watching).
+  const bodyWaits = concurrency.adaptive ? new _BodyWaits(clock, concurrency) : undefined;
 
   const refusal = host?.cloneResponses === true ? _clonedRefusal : _refusalResponse;
   // The service's own headers on every refusal (CORS): off, the refusal path does nothing more.
@@ -290,7 +291,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     },
     dispose() {
       handlerRun.dispose();
-      bodyWaits.dispose();
+      bodyWaits?.dispose();
       longLived.dispose();
       loadGate?.dispose();
       memory?.dispose();
