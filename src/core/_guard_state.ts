@@ -17,6 +17,11 @@ export interface _ProcessGates {
   readonly concurrency: _ConcurrencyLimit;
   readonly memory: MemoryCeiling | undefined;
   readonly load: LoadMonitor | undefined;
+  /**
+   * Whether the process has CPU to spare (under 70 % of what it may use over its last span of at
+   * least half a second); absent without the Host's CPU reading. See {@linkcode _cpuSpare}.
+   */
+  readonly spare: (() => boolean) | undefined;
 }
 
 /** Builds them; `what` names the factory in validation errors. */
@@ -46,7 +51,8 @@ export function _processGates(what: string, o: GuardOptions, config: ResolvedCon
       clock,
       onEvent: o.onEvent,
     });
-  return { concurrency, memory, load };
+  const spare = load === undefined || host?.cpuMs === undefined ? undefined : _cpuSpare(host.cpuMs.bind(host), clock, _cores(host));
+  return { concurrency, memory, load, spare };
 }
 
 /** The adaptive limit's options: the user's, and where the Host reads the process's CPU time and none was given, `queueing` and `idle` from it. */
@@ -101,12 +107,34 @@ export function _queueing(cpuMs: () => number | undefined, clock: Clock, load: L
 const _over = (share: () => number, load: LoadMonitor | undefined, limit: number) => (): boolean => !(share() < limit) || load?.busy === true;
 
 /**
+ * Whether the process used under 70 % of the CPU it may use over its last span of at least half
+ * a second (false when that cannot be told: before the first span, after an idle spell of over a
+ * second, a reading that failed; until a half-second reading exists, one over 100 ms stands in,
+ * so a burst after an idle spell is read within 100 ms). Where the load gate holds its refusals (no later turn: Deno)
+ * it reads this at each probe, and while some are held, with CPU to spare a request held for the
+ * loop's delay (a stall, or the share lowered after one) starts then, whatever the share — the
+ * delay is not work queueing for the CPU but a pause in it (a garbage collection, one long
+ * handler), and the share's recovery would hold it for nothing. Measured on Deno (handlers
+ * building and parsing 1 MB of JSON at 20 requests a second, ~40 % of a core, each followed by
+ * a 40–75 ms pause, `scripts/probes/gc_pauses.ts`): before, 0–3 of ~200 requests refused after
+ * a 500 ms hold, and the rest waiting out the share's recovery. Half a second, not the adaptive
+ * limit's 100 ms: a span holding one pause must not read as a busy core.
+ */
+export function _cpuSpare(cpuMs: () => number | undefined, clock: Clock, cores = 1): () => boolean {
+  const share = _cpuShare(cpuMs, clock, undefined, _CPU_SPARE_SPAN_MS, _CPU_READ_MS);
+  return () => share() < _CPU_BUSY_SHARE * cores;
+}
+
+/** The shortest span {@linkcode _cpuSpare} reads the CPU share over. */
+const _CPU_SPARE_SPAN_MS = 500;
+
+/**
  * The share of a core the process used over its last span of at least 100 ms (read when asked,
  * at most once a span), or NaN when it cannot be told: before the first span, a reading that
  * failed (logged once) or went back, or a span over a second (an idle spell before a storm: a
  * storm's first window would read the idle time as spare).
  */
-function _cpuShare(cpuMs: () => number | undefined, clock: Clock, log?: Logger): () => number {
+function _cpuShare(cpuMs: () => number | undefined, clock: Clock, log?: Logger, minSpanMs = _CPU_READ_MS, firstSpanMs = minSpanMs): () => number {
   let failed = false;
   const read = (): number => {
     try {
@@ -124,7 +152,8 @@ function _cpuShare(cpuMs: () => number | undefined, clock: Clock, log?: Logger):
   return () => {
     const now = clock.now();
     const span = now - wall;
-    if (span >= _CPU_READ_MS) {
+    // While nothing is known (`last` NaN) a reading over `firstSpanMs` stands in.
+    if (span >= (last === last ? minSpanMs : firstSpanMs)) {
       const used = read();
       const share = (used - cpu) / span;
       last = share >= 0 && span <= _CPU_SPAN_MAX_MS ? share : NaN;

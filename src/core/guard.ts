@@ -103,7 +103,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       hookFailed(failure);
     }
   };
-  const { concurrency, memory, load } = _processGates(what, o, config, clock, host);
+  const { concurrency, memory, load, spare } = _processGates(what, o, config, clock, host);
   const deadlines = createDeadlineWheel({ clock });
   const shutdown = o.shutdown?.signal;
   const guardKey = _guardKey(o);
@@ -128,7 +128,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     return addHeaders === undefined ? res : addHeaders(res, a?.request);
   };
 
-  const loadGate = load === undefined ? undefined : _loadGate(load, clock, { waitMs: concurrency.shedWaitMs, maxWaiting: concurrency.maxWaiting }, concurrency);
+  const loadGate = load === undefined ? undefined : _loadGate(load, clock, { waitMs: concurrency.shedWaitMs, maxWaiting: concurrency.maxWaiting }, concurrency, spare);
   // DESIGN.md's request path, in its order. Gate 0, the connection cap, acts per connection,
   // before any request exists: the adapter reports connections to the connection gate
   // (connection_gate.ts, built by serve) and refuses there; this list starts at gate 1.

@@ -4,7 +4,7 @@
 // slower upstream — at a few percent of a core.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { _adaptiveOptions, _queueing } from "../../src/core/_guard_state.ts";
+import { _adaptiveOptions, _cpuSpare, _queueing } from "../../src/core/_guard_state.ts";
 import { _cgroupCores, CGROUP_V1_CPU_PERIOD, CGROUP_V1_CPU_QUOTA, CGROUP_V2_CPU_MAX } from "../../src/core/host/cpu_quota.ts";
 import { createHost } from "../../src/core/host/create_host.ts";
 import type { LoadMonitor } from "../../src/core/overload/load_monitor.ts";
@@ -87,6 +87,66 @@ describe("guard state", () => {
     assert.equal(_cgroupCores(files({ [CGROUP_V1_CPU_QUOTA]: "-1\n", [CGROUP_V1_CPU_PERIOD]: "100000\n" })), undefined);
     assert.equal(_cgroupCores(files({ [CGROUP_V2_CPU_MAX]: "garbage" })), undefined);
     assert.equal(_cgroupCores(files({})), undefined);
+  });
+
+  test("guard state: CPU to spare (what lets the load gate pass a stall) is under 70 % of a core over a span of at least half a second; not known reads as none", () => {
+    const clock = createManualClock();
+    let cpu = 0;
+    const spare = _cpuSpare(() => cpu, clock);
+    assert.equal(spare(), false, "before the first span");
+    clock.advance(50);
+    cpu += 10;
+    assert.equal(spare(), false, "50 ms is not yet a span");
+    clock.advance(50);
+    cpu += 10;
+    assert.equal(spare(), true, "20 % over the first 100 ms: it stands in until a half-second reading");
+    clock.advance(200);
+    cpu += 90;
+    assert.equal(spare(), true, "the first reading stands");
+    clock.advance(300);
+    cpu += 110;
+    assert.equal(spare(), true, "40 % over 500 ms");
+    // One 80 ms pause inside a span at 40 % does not read as a busy core; a span at 80 % does.
+    clock.advance(500);
+    cpu += 200 + 80;
+    assert.equal(spare(), true, "56 %");
+    clock.advance(100);
+    cpu += 100;
+    assert.equal(spare(), true, "the last span's reading stands until the next one is whole");
+    clock.advance(400);
+    cpu += 300;
+    assert.equal(spare(), false, "80 % over the span");
+    clock.advance(2_000);
+    cpu += 10;
+    assert.equal(spare(), false, "a span over a second (an idle spell before a storm) is not read as spare");
+    clock.advance(100);
+    cpu += 100;
+    assert.equal(spare(), false, "a storm's first 100 ms stand in: a whole core");
+    clock.advance(500);
+    cpu += 100;
+    assert.equal(spare(), true, "20 % over the next span");
+    let failing = false;
+    const fails = _cpuSpare(() => {
+      if (failing) throw new Error("no reading");
+      return undefined;
+    }, clock);
+    clock.advance(600);
+    assert.equal(fails(), false, "no reading");
+    clock.advance(600);
+    assert.equal(fails(), false, "still none");
+    failing = true;
+    clock.advance(600);
+    assert.equal(fails(), false, "a reading that throws");
+    // With a quota of half a core, 70 % of it is 35 % of a core.
+    let quota = 0;
+    const half = _cpuSpare(() => quota, clock, 0.5);
+    half();
+    clock.advance(500);
+    quota += 150;
+    assert.equal(half(), true, "30 % of a core under a half-core quota");
+    clock.advance(500);
+    quota += 200;
+    assert.equal(half(), false, "40 % of a core under a half-core quota");
   });
 
   test("guard state: the adaptive limit reads the Host's CPU time where it has one, unless the options give their own way to tell", () => {

@@ -14,6 +14,8 @@
 // the batch bound is shorter (HELD_BATCH_MS). One refused for a stall or the share (`busy`, not
 // the batch bound) is started instead if a probe reads the loop normal again within its hold
 // (see _heldRefusals): one long handler must not cost the requests read right after it a 503.
+// And there, while the process has CPU to spare, a held `busy` one is started at the next probe
+// whatever the share (see _loadGate).
 import type { Clock } from "../clock.ts";
 import type { LoadMonitor } from "../overload/load_monitor.ts";
 import { _sliceOver, _TurnQueue, type _TurnWaiter } from "../overload/_turn_queue.ts";
@@ -91,9 +93,16 @@ export interface _Permits {
  * there: joining that queue adds no work to the loop, and the concurrency limit, not the share,
  * decides when it runs (the work the monitor sees is the work that limit lets through). The
  * batch bound still applies: a synchronous handler runs in the turn it is admitted, whatever
- * the limit. While no permit is in use, see HELD_BATCH_MS.
+ * the limit. While no permit is in use, see HELD_BATCH_MS. Where refusals are held (no later
+ * turn: Deno), held `busy` ones are started at the next probe, whatever the share, in one slice
+ * (the turn queue's room while the monitor is not normal), while `spare` says the process has
+ * CPU to spare (the guard's reading of the Host's CPU time, _guard_state.ts): the delay is then
+ * a pause in the work — a garbage collection, one long handler — not work queueing for the CPU,
+ * and the share's recovery would hold them for nothing. So they wait for the next turn, as on
+ * Node and Bun (admitted at once instead, a burst read during a stall ran in one turn, and the
+ * paced load after a storm met the batch bound's 503s).
  */
-export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, permits?: _Permits): _LoadGate {
+export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, permits?: _Permits, spare?: () => boolean): _LoadGate {
   let idle = true;
   // Built once: a refusal under a storm allocates nothing here.
   const busy: GateRefusal = Object.freeze({ reason: "busy", status: 503, retryAfterMs: load.retryAfterMs });
@@ -108,7 +117,16 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
       ? load.onTurn(() => queue.wake())
       : held !== undefined
         ? load.onTurn(() => {
-            if (held.length > 0 && !load.busy && load.admitShare >= 1) held.start(() => load.pace(), load.maxBatchMs);
+            // Read at every probe, held or not, so its spans stay whole (read only now and then,
+            // a gap over a second between two readings reads as unknown: no CPU to spare).
+            const cpuToSpare = spare?.() === true;
+            // While the monitor reads normal, as many as fit the batch bound; with CPU to spare
+            // only, one slice, as the turn queue's room (a review: 20 held 1 ms handlers all
+            // started in one busy probe's turn).
+            if (held.length > 0) {
+              const normal = !load.busy && load.admitShare >= 1;
+              if (normal || cpuToSpare) held.start(() => load.pace(), normal ? load.maxBatchMs : 0);
+            }
           })
         : undefined;
   const later = (a: _Admission, refusal: GateRefusal) => {
@@ -161,8 +179,8 @@ interface _HeldRefusals {
    */
   hold(a: _Admission, refusal: GateRefusal, long: boolean): GateRefusal | PromiseLike<GateVerdict>;
   /**
-   * Starts held `busy` requests, newest first (the probe read the loop normal: not busy, the
-   * whole share): at least one, then on while `pace()` allows and the slice rule of the turn
+   * Starts held `busy` requests, newest first (the probe read the loop normal — not busy, the
+   * whole share — or the process has CPU to spare): at least one, then on while `pace()` allows and the slice rule of the turn
    * queue says the rest fit in `roomMs` (_turn_queue.ts, `_sliceOver`).
    */
   start(pace: () => boolean, roomMs: number): void;

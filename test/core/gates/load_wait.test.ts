@@ -7,6 +7,7 @@ import { createTurnClock, type TurnClock } from "../../support/turn_clock.ts";
 import { createManualClock, type ManualClock } from "../../../src/testing/manual_clock.ts";
 import type { Clock } from "../../../src/core/clock.ts";
 import { HELD_BATCH_MS, REFUSAL_HOLD_MS } from "../../../src/core/gates/load.ts";
+import { createHost } from "../../../src/core/host/create_host.ts";
 
 // The load gate's later turns, driven by hand: a handler "burns" by moving the clock, the
 // batch bound is 20 ms, and the share and the stall check are out of reach, so what puts a
@@ -507,6 +508,225 @@ describe("load gate: held busy refusals are started once the loop reads normal (
     assert.equal(statuses["/late"], 503, "refused at its hold's end: the loop never read normal");
     assert.ok(!handled.includes("/late"));
     assert.deepEqual(denials.map((e) => [e.layer, e.reason]), [["load", "busy"]]);
+    guard.dispose();
+  });
+});
+
+// Where refusals are held (no setImmediate: Deno), with the Host's CPU reading saying the process
+// has CPU to spare (under 70 % of a core over its last half-second span), the loop's delay is a
+// pause in the work (a garbage collection, one long handler), not work queueing for the CPU: a
+// request held for a stall, or for the share lowered after one, starts at the next probe whatever
+// the share, as it would in a later turn on Node and Bun. A review measured Deno handlers that
+// build and parse 1 MB of JSON at 20 requests a second (~40 % of a core, each followed by a
+// 40–75 ms pause): 1–3 of ~200 refused after a 500 ms hold, the rest waiting out the share.
+describe("load gate: with CPU to spare, a stall is not a reason to refuse (a clock without setImmediate)", () => {
+  function spareSetup(setImmediate: boolean, cores?: number) {
+    const manual = createManualClock(1000);
+    let skew = 0;
+    let immediates: (() => void)[] = [];
+    const clock: Clock = {
+      now: () => manual.now() + skew,
+      setTimeout: (fn, ms, o) => manual.setTimeout(fn, ms, o),
+      setInterval: (fn, ms, o) => manual.setInterval(fn, ms, o),
+      ...(setImmediate
+        ? {
+            setImmediate: (fn: () => void) => {
+              immediates.push(fn);
+              return { cancel: () => void (immediates = immediates.filter((f) => f !== fn)) };
+            },
+          }
+        : {}),
+    };
+    const runImmediates = () => {
+      const now = immediates;
+      immediates = [];
+      for (const fn of now) fn();
+    };
+    let cpu = 0;
+    // The process's CPU time follows the clock at `share` of a core, stalls included.
+    let share = 0.2;
+    const stall = (ms: number) => {
+      skew += ms;
+      cpu += ms * share;
+    };
+    const host = createHost(cores === undefined ? { cpuMs: () => cpu } : { cpuMs: () => cpu, cpuCores: () => cores });
+    // In steps of 10 ms, so each probe reads the CPU time of its own span.
+    const advance = (ms: number) => {
+      for (let left = ms; left > 0; left -= 10) {
+        cpu += Math.min(10, left) * share;
+        manual.advance(Math.min(10, left));
+      }
+    };
+    const handled: string[] = [];
+    const denials: DenyEvent[] = [];
+    const guard = createGuard({ loadMonitor: { sampleIntervalMs: 10 }, clock, concurrencyLimit: 64, shedWaitMs: 500, onDeny: (e) => void denials.push(e) }, host);
+    const fetch = guard.wrap((request) => {
+      const path = new URL(request.url).pathname;
+      handled.push(path);
+      if (path === "/block") stall(200);
+      if (path === "/slow") stall(30);
+      return new Response(path);
+    });
+    const statuses: Record<string, number> = {};
+    const get = (path: string) => void Promise.resolve(fetch(new Request(`http://localhost${path}`))).then((res) => void (statuses[path] = res.status));
+    const setShare = (s: number) => void (share = s);
+    return { advance, stall, guard, handled, denials, get, statuses, runImmediates, setShare };
+  }
+
+  test("load gate, held refusals: with CPU to spare, a request held for a stall, and one held for the share lowered after a 200 ms handler, start at the next probe; with the core busy they wait for the share", async () => {
+    const { advance, stall, guard, handled, denials, get, statuses, setShare } = spareSetup(false);
+    get("/1"); // starts the probe
+    advance(600); // a span at 20 % of a core
+    stall(100); // the loop stalls outside any handler (a garbage collection)
+    get("/a");
+    await flushMicrotasks();
+    assert.deepEqual(handled, ["/1"], "read during the stall: held");
+    advance(10); // the probe reads the 100 ms stall: busy, the share near its floor
+    await flushMicrotasks();
+    assert.ok(guard.load!.busy);
+    assert.deepEqual(handled, ["/1", "/a"], "started at that probe all the same");
+    get("/block"); // a 200 ms handler: the next sample reads it
+    advance(10);
+    assert.ok(guard.load!.admitShare < 0.5, `share ${guard.load!.admitShare}`);
+    get("/next"); // the share says not now: held
+    await flushMicrotasks();
+    assert.deepEqual(handled, ["/1", "/a", "/block"]);
+    advance(10);
+    await flushMicrotasks();
+    assert.ok(guard.load!.admitShare < 1, "the share still climbing");
+    assert.deepEqual(handled, ["/1", "/a", "/block", "/next"], "started at the next probe");
+    assert.equal(guard.waitingForTurn, 0);
+    assert.deepEqual([statuses["/a"], statuses["/next"]], [200, 200]);
+    // The same with the core busy (a whole core over the last whole span): held until the share is whole.
+    setShare(1);
+    for (let i = 0; i < 11; i++) {
+      get(`/ping${i}`); // requests keep the probe running (it stops after a second without one)
+      advance(100);
+    }
+    await flushMicrotasks();
+    stall(100);
+    get("/busy");
+    advance(10);
+    await flushMicrotasks();
+    assert.ok(!handled.includes("/busy"), "held: the share is below 1");
+    assert.equal(guard.waitingForTurn, 1);
+    for (let i = 0; i < 20 && !handled.includes("/busy"); i++) {
+      advance(10);
+      await flushMicrotasks();
+    }
+    assert.ok(guard.load!.admitShare >= 1);
+    assert.equal(statuses["/busy"], 200, "started once the loop read normal");
+    assert.deepEqual(denials, []);
+    guard.dispose();
+  });
+
+  test("load gate, held refusals: the CPU reading is taken at every probe, so requests seconds apart find a whole span (read only when something is held, the gap would read as unknown)", async () => {
+    const { advance, stall, guard, handled, get } = spareSetup(false);
+    // Light traffic for two seconds, nothing held: a request every 300 ms keeps the probe running.
+    for (let i = 0; i < 7; i++) {
+      get(`/r${i}`);
+      advance(300);
+    }
+    await flushMicrotasks();
+    assert.equal(guard.waitingForTurn, 0);
+    stall(100);
+    get("/a"); // read during a stall: held
+    await flushMicrotasks();
+    assert.ok(!handled.includes("/a"));
+    advance(10);
+    await flushMicrotasks();
+    assert.ok(guard.load!.busy);
+    assert.ok(handled.includes("/a"), "started at the probe: the last span (20 %) was read on the way");
+    guard.dispose();
+  });
+
+  test("load gate, held refusals: under a CPU quota of half a core, 50 % of a core is not CPU to spare (70 % of the quota is 35 %)", async () => {
+    const { advance, stall, guard, handled, get, setShare } = spareSetup(false, 0.5);
+    setShare(0.5);
+    get("/1");
+    advance(600);
+    stall(100);
+    get("/a");
+    advance(10);
+    await flushMicrotasks();
+    assert.ok(guard.load!.busy);
+    assert.ok(!handled.includes("/a"), "held: the share is below 1 and the quota is used");
+    assert.equal(guard.waitingForTurn, 1);
+    guard.dispose();
+  });
+
+  test("load gate, held refusals: with CPU to spare but the monitor busy, a probe starts one slice of held requests, not the batch bound's worth", async () => {
+    const manual = createManualClock(1000);
+    let skew = 0;
+    let cpu = 0;
+    const clock: Clock = {
+      now: () => manual.now() + skew,
+      setTimeout: (fn, ms, o) => manual.setTimeout(fn, ms, o),
+      setInterval: (fn, ms, o) => manual.setInterval(fn, ms, o),
+    };
+    const guard = createGuard({ loadMonitor: { sampleIntervalMs: 10 }, clock, concurrencyLimit: 64, shedWaitMs: 500 }, createHost({ cpuMs: () => cpu }));
+    let ran = 0;
+    const fetch = guard.wrap(() => {
+      ran++;
+      skew += 1; // 1 ms handlers
+      cpu += 0.2;
+      return new Response("ok");
+    });
+    const get = () => void fetch(new Request("http://localhost/"));
+    get(); // starts the probe
+    for (let i = 0; i < 60; i++) {
+      manual.advance(10);
+      cpu += 2; // 20 % of a core
+    }
+    skew += 100; // a stall
+    cpu += 20;
+    for (let i = 0; i < 20; i++) get(); // read during it: held
+    await flushMicrotasks();
+    assert.equal(guard.waitingForTurn, 20);
+    const before = ran;
+    manual.advance(10); // one probe: it reads the stall (busy), then starts a slice
+    await flushMicrotasks();
+    assert.ok(guard.load!.busy);
+    assert.equal(ran - before, 1, "one slice: a 1 ms handler ends it");
+    assert.equal(guard.waitingForTurn, 19);
+    guard.dispose();
+  });
+
+  test("load gate, held refusals: with CPU to spare, the batch bound's refusal is still held and sent (a turn's arrivals), and held busy ones wait while it is", async () => {
+    const { advance, stall, guard, handled, get, statuses } = spareSetup(false);
+    get("/1");
+    advance(600);
+    get("/slow"); // the turn's first admission, 30 ms of work
+    get("/late"); // past the 25 ms batch bound: held (no permit in use: the long hold, 500 ms)
+    advance(10);
+    stall(100);
+    get("/b"); // the probe is overdue: held
+    await flushMicrotasks();
+    assert.equal(guard.waitingForTurn, 2);
+    advance(300);
+    await flushMicrotasks();
+    assert.deepEqual(handled, ["/1", "/slow"], "CPU to spare, but a refusal of the batch bound is held");
+    advance(250); // /late's hold ends: sent; /b starts at the next probe
+    await flushMicrotasks();
+    assert.equal(statuses["/late"], 503);
+    assert.equal(statuses["/b"], 200);
+    guard.dispose();
+  });
+
+  test("load gate, later turns (Node, Bun): CPU to spare changes nothing there — a request read during a stall waits for the next turn and starts in it", async () => {
+    const { advance, stall, guard, handled, get, statuses, runImmediates } = spareSetup(true);
+    get("/1");
+    advance(600);
+    stall(100);
+    get("/a");
+    await flushMicrotasks();
+    assert.deepEqual(handled, ["/1"], "put off");
+    assert.equal(guard.waitingForTurn, 1);
+    advance(10); // the probe reads the stall and ends the turn
+    runImmediates();
+    await flushMicrotasks();
+    assert.deepEqual(handled, ["/1", "/a"], "started in a later turn, the loop no longer stalled");
+    assert.equal(statuses["/a"], 200);
     guard.dispose();
   });
 });
