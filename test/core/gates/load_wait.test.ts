@@ -8,6 +8,7 @@ import { createManualClock, type ManualClock } from "../../../src/testing/manual
 import type { Clock } from "../../../src/core/clock.ts";
 import { HELD_BATCH_MS, REFUSAL_HOLD_MS } from "../../../src/core/gates/load.ts";
 import { createHost } from "../../../src/core/host/create_host.ts";
+import type { Host } from "../../../src/core/host/host.ts";
 
 // The load gate's later turns, driven by hand: a handler "burns" by moving the clock, the
 // batch bound is 20 ms, and the share and the stall check are out of reach, so what puts a
@@ -403,6 +404,24 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
   });
 });
 
+// A guard on `clock` whose handler blocks the loop: `/block` 200 ms, `/slow` 30 ms (`stall`
+// moves the clock's reading without running its timers, as a synchronous handler does).
+function loopGuard(clock: Clock, stall: (ms: number) => void, host?: Host) {
+  const handled: string[] = [];
+  const denials: DenyEvent[] = [];
+  const guard = createGuard({ loadMonitor: { sampleIntervalMs: 10 }, clock, concurrencyLimit: 64, shedWaitMs: 500, onDeny: (e) => void denials.push(e) }, host);
+  const fetch = guard.wrap((request) => {
+    const path = new URL(request.url).pathname;
+    handled.push(path);
+    if (path === "/block") stall(200);
+    if (path === "/slow") stall(30);
+    return new Response(path);
+  });
+  const statuses: Record<string, number> = {};
+  const get = (path: string) => void Promise.resolve(fetch(new Request(`http://localhost${path}`))).then((res) => void (statuses[path] = res.status));
+  return { guard, handled, denials, get, statuses };
+}
+
 // Where refusals are held (no setImmediate: Deno), a request refused for a stall or the share
 // (`busy`) is started if a probe reads the loop normal again within its hold. The probe ticks
 // every 10 ms with the monitor's defaults otherwise; a handler that blocks the loop moves the
@@ -417,19 +436,7 @@ describe("load gate: held busy refusals are started once the loop reads normal (
       setInterval: (fn, ms, o) => manual.setInterval(fn, ms, o),
     };
     const stall = (ms: number) => void (skew += ms);
-    const handled: string[] = [];
-    const denials: DenyEvent[] = [];
-    const guard = createGuard({ loadMonitor: { sampleIntervalMs: 10 }, clock, concurrencyLimit: 64, shedWaitMs: 500, onDeny: (e) => void denials.push(e) });
-    const fetch = guard.wrap((request) => {
-      const path = new URL(request.url).pathname;
-      handled.push(path);
-      if (path === "/block") stall(200);
-      if (path === "/slow") stall(30);
-      return new Response(path);
-    });
-    const statuses: Record<string, number> = {};
-    const get = (path: string) => void Promise.resolve(fetch(new Request(`http://localhost${path}`))).then((res) => void (statuses[path] = res.status));
-    return { manual, stall, guard, handled, denials, get, statuses };
+    return { manual, stall, ...loopGuard(clock, stall) };
   }
 
   test("load gate: after a 200 ms handler, a request the lowered share refuses is held, then started once the share is whole again — not sent a 503", async () => {
@@ -557,20 +564,8 @@ describe("load gate: with CPU to spare, a stall is not a reason to refuse (a clo
         manual.advance(Math.min(10, left));
       }
     };
-    const handled: string[] = [];
-    const denials: DenyEvent[] = [];
-    const guard = createGuard({ loadMonitor: { sampleIntervalMs: 10 }, clock, concurrencyLimit: 64, shedWaitMs: 500, onDeny: (e) => void denials.push(e) }, host);
-    const fetch = guard.wrap((request) => {
-      const path = new URL(request.url).pathname;
-      handled.push(path);
-      if (path === "/block") stall(200);
-      if (path === "/slow") stall(30);
-      return new Response(path);
-    });
-    const statuses: Record<string, number> = {};
-    const get = (path: string) => void Promise.resolve(fetch(new Request(`http://localhost${path}`))).then((res) => void (statuses[path] = res.status));
     const setShare = (s: number) => void (share = s);
-    return { advance, stall, guard, handled, denials, get, statuses, runImmediates, setShare };
+    return { advance, stall, runImmediates, setShare, ...loopGuard(clock, stall, host) };
   }
 
   test("load gate, held refusals: with CPU to spare, a request held for a stall, and one held for the share lowered after a 200 ms handler, start at the next probe; with the core busy they wait for the share", async () => {
