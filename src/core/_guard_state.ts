@@ -108,17 +108,19 @@ const _over = (share: () => number, load: LoadMonitor | undefined, limit: number
 
 /**
  * Whether the process used under 70 % of the CPU it may use over its last span of at least half
- * a second (false when that cannot be told: before the first span, after an idle spell of over a
- * second, a reading that failed; until a half-second reading exists, one over 100 ms stands in,
- * so a burst after an idle spell is read within 100 ms). Where the load gate holds its refusals (no later turn: Deno)
- * it reads this at each probe, and while some are held, with CPU to spare a request held for the
- * loop's delay (a stall, or the share lowered after one) starts then, whatever the share — the
- * delay is not work queueing for the CPU but a pause in it (a garbage collection, one long
- * handler), and the share's recovery would hold it for nothing. Measured on Deno (handlers
- * building and parsing 1 MB of JSON at 20 requests a second, ~40 % of a core, each followed by
- * a 40–75 ms pause, `scripts/probes/gc_pauses.ts`): before, 0–3 of ~200 requests refused after
- * a 500 ms hold, and the rest waiting out the share's recovery. Half a second, not the adaptive
- * limit's 100 ms: a span holding one pause must not read as a busy core.
+ * a second (false when that cannot be told: before the first span, a reading that failed, or a
+ * span over a second — readings more than a second apart, as after ~1.5 s without a request,
+ * once the load monitor's probe has stopped). Until a half-second reading exists, one over
+ * 100 ms stands in, so a burst after such a spell is read within 100 ms. Where the load gate
+ * holds its refusals (no later turn: Deno) it reads this at each probe, and while some are held
+ * and the process has CPU to spare, a request held for the loop's delay (a stall, or the share
+ * lowered after one) starts then, whatever the share — the delay is not work queueing for the
+ * CPU but a pause in it (a garbage collection, one long handler), and the share's recovery
+ * would hold it for nothing. Measured on Deno (handlers building and parsing 1 MB of JSON at 20
+ * requests a second, ~35 % of a core, each followed by a 40–75 ms pause,
+ * `scripts/probes/gc_pauses.ts`): before, a 503 after a 500 ms hold in 3 of 5 runs and p99
+ * 167–510 ms. Half a second, not the adaptive limit's 100 ms: a span holding one pause must not
+ * read as a busy core.
  */
 export function _cpuSpare(cpuMs: () => number | undefined, clock: Clock, cores = 1): () => boolean {
   const share = _cpuShare(cpuMs, clock, undefined, _CPU_SPARE_SPAN_MS, _CPU_READ_MS);

@@ -180,8 +180,9 @@ interface _HeldRefusals {
   hold(a: _Admission, refusal: GateRefusal, long: boolean): GateRefusal | PromiseLike<GateVerdict>;
   /**
    * Starts held `busy` requests, newest first (the probe read the loop normal — not busy, the
-   * whole share — or the process has CPU to spare): at least one, then on while `pace()` allows and the slice rule of the turn
-   * queue says the rest fit in `roomMs` (_turn_queue.ts, `_sliceOver`).
+   * whole share — or the process has CPU to spare): at least one, then on while `pace()` allows
+   * and the slice rule of the turn queue says the rest fit in `roomMs` (_turn_queue.ts,
+   * `_sliceOver`).
    */
   start(pace: () => boolean, roomMs: number): void;
   /** Sends every held refusal now, and every later one at once (a forced drain, a disposed guard). */
