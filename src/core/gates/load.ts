@@ -108,7 +108,8 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
   const busy: GateRefusal = Object.freeze({ reason: "busy", status: 503, retryAfterMs: load.retryAfterMs });
   const batch: GateRefusal = Object.freeze({ reason: "batch", status: 503, retryAfterMs: load.retryAfterMs });
   const waits = wait !== undefined && wait.waitMs > 0 && wait.maxWaiting > 0;
-  const queue = waits && clock.setImmediate !== undefined ? new _TurnQueue(clock, wait.waitMs, wait.maxWaiting, () => load.pace(), room(load)) : undefined;
+  const roomNow = room(load);
+  const queue = waits && clock.setImmediate !== undefined ? new _TurnQueue(clock, wait.waitMs, wait.maxWaiting, () => load.pace(), roomNow) : undefined;
   // Set by a forced drain: what still waits is refused as the drain's, not as the load's.
   const state = { forced: false };
   const held = waits && queue === undefined ? _heldRefusals(clock, Math.min(wait.waitMs, REFUSAL_HOLD_MS), wait.waitMs, wait.maxWaiting, state) : undefined;
@@ -120,12 +121,12 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
             // Read at every probe, held or not, so its spans stay whole (read only now and then,
             // a gap over a second between two readings reads as unknown: no CPU to spare).
             const cpuToSpare = spare?.() === true;
-            // While the monitor reads normal, as many as fit the batch bound; with CPU to spare
-            // only, one slice, as the turn queue's room (a review: 20 held 1 ms handlers all
+            // The turn queue's room: while the monitor reads normal, as many as fit the batch
+            // bound; with CPU to spare only, one slice (a review: 20 held 1 ms handlers all
             // started in one busy probe's turn).
             if (held.length > 0) {
-              const normal = !load.busy && load.admitShare >= 1;
-              if (normal || cpuToSpare) held.start(() => load.pace(), normal ? load.maxBatchMs : 0);
+              const roomMs = roomNow();
+              if (roomMs > 0 || cpuToSpare) held.start(() => load.pace(), roomMs);
             }
           })
         : undefined;
