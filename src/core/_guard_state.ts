@@ -61,6 +61,14 @@ export function _adaptiveOptions(options: AdaptiveLimitOptions, host: Host | und
   const cores = _cores(host);
   // One reading serves both: the CPU time is read once a span, not once a predicate.
   const share = _cpuShare(host.cpuMs.bind(host), clock, log);
+  // And it is taken at every probe of the load monitor (which runs while requests arrive), so a
+  // window closed by requests that took over a second reads the share over its last span, not
+  // over one longer than a second, read as unknown: a brownout of an upstream at 2 s halved the
+  // limit at every window on a nearly idle core, and the requests beside it (a fast route, 50 a
+  // second) waited out the whole wait bound again and again (a review: p99 ~500 ms, 12 ms
+  // without the library). Readings stay a second or more apart only when no request arrived
+  // for a second (the probe stopped): an idle spell, still read as unknown.
+  load?.onTurn(() => void share());
   const notIdle = _over(share, load, _CPU_IDLE_SHARE * cores);
   return { ...options, queueing: _over(share, load, _CPU_BUSY_SHARE * cores), idle: () => !notIdle() };
 }

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { _adaptiveOptions, _cpuSpare, _queueing } from "../../src/core/_guard_state.ts";
 import { _cgroupCores, CGROUP_V1_CPU_PERIOD, CGROUP_V1_CPU_QUOTA, CGROUP_V2_CPU_MAX } from "../../src/core/host/cpu_quota.ts";
 import { createHost } from "../../src/core/host/create_host.ts";
-import type { LoadMonitor } from "../../src/core/overload/load_monitor.ts";
+import { createLoadMonitor, type LoadMonitor } from "../../src/core/overload/load_monitor.ts";
 import { createManualClock } from "../../src/testing/manual_clock.ts";
 import { createAdaptiveLimit } from "../../src/core/overload/adaptive_limit.ts";
 import { createConcurrencyLimit, type Permit } from "../../src/core/overload/concurrency_limit.ts";
@@ -171,6 +171,33 @@ describe("guard state", () => {
     const own = () => false;
     assert.equal(_adaptiveOptions({ queueing: own }, host(() => 0), clock, undefined).queueing, own);
     assert.equal(createHost({ cpuMs: () => 5 }).cpuMs?.(), 5);
+  });
+
+  test("guard state: while requests arrive, the adaptive limit's CPU share is read at every probe, so a window closed by requests that took two seconds reads spare, not unknown; an idle spell still reads unknown", () => {
+    // A review: an upstream browning out to 2 s closed a window every 2 s, each reading spanned
+    // over a second, read as unknown (queueing): the limit halved on a nearly idle core.
+    const clock = createManualClock();
+    let cpu = 0;
+    const load = createLoadMonitor({ clock });
+    load.start();
+    const options = _adaptiveOptions({}, createHost({ cpuMs: () => cpu }), clock, load);
+    options.queueing!(); // a window closes: the reading's span starts here
+    // 2.5 s of requests awaiting the upstream, one arriving every 20 ms, the core 5 % busy.
+    for (let t = 0; t < 2_500; t += 10) {
+      if (t % 20 === 0) load.admit(clock.now());
+      clock.advance(10);
+      cpu += 0.5;
+    }
+    assert.equal(options.queueing!(), false, "the share of the last span read at a probe: 5 %");
+    // Then no request for 3 s (the probe stops a second after the last one), and a burst.
+    for (let t = 0; t < 3_000; t += 10) {
+      clock.advance(10);
+      cpu += 0.5;
+    }
+    assert.equal(load.running, false);
+    load.admit(clock.now());
+    assert.equal(options.queueing!(), true, "a span over an idle spell is unknown: read as queueing");
+    load.dispose();
   });
 
   test("guard state: a burst of long polls after a run of fast requests is admitted at its wait bound beside an idle core, not refused (the wait starts the CPU reading's span)", async () => {
