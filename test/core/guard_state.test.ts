@@ -200,6 +200,36 @@ describe("guard state", () => {
     load.dispose();
   });
 
+  test("guard state: with no wait (shedWaitMs 0), a request that finds the adaptive limit full beside a mostly idle process is admitted over it, never past maxLimit and never a sample; beside a busy one, refused", () => {
+    // A review: a fresh process's first 500 ms of 16 clients of a 20 ms route at a few percent of
+    // a core were 280-790 503s with shedWaitMs 0 (the limit starts at 1), none with the wait.
+    const clock = createManualClock();
+    let cpu = 0;
+    const adaptive = createAdaptiveLimit(_adaptiveOptions({ maxLimit: 8 }, createHost({ cpuMs: () => cpu }), clock, undefined));
+    const limit = createConcurrencyLimit({ limit: adaptive, shedWaitMs: 0, clock });
+    const take = (n: number) => Array.from({ length: n }, () => limit.tryAcquire(clock.now()));
+    const reasons = (got: (Permit | { ok: false; reason: string })[]) => got.map((p) => (p.ok ? "ok" : p.reason));
+    // Before the first 100 ms span the CPU share is not known: refused at the limit of 1.
+    const first = take(3);
+    assert.deepEqual(reasons(first), ["ok", "shed", "shed"]);
+    clock.advance(100);
+    cpu += 5;
+    const idle = take(10);
+    assert.deepEqual(reasons(idle), ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "shed", "shed", "shed"], "5 % of a core: admitted over the limit up to maxLimit (8 in flight)");
+    assert.equal(limit.inFlight, 8);
+    assert.equal(limit.limit, 1, "the limit keeps its course");
+    for (const p of idle) if (p.ok) p.complete();
+    assert.equal(adaptive.baselineMs, undefined, "those admitted over the limit are not samples");
+    (first[0] as Permit).complete();
+    assert.equal(limit.inFlight, 0);
+    clock.advance(100);
+    cpu += 95;
+    const busy = take(6);
+    assert.equal(busy.filter((p) => p.ok).length, limit.limit, "95 % of a core: refused at the limit");
+    assert.equal(reasons(busy).at(-1), "shed");
+    for (const p of busy) if (p.ok) p.complete();
+  });
+
   test("guard state: a burst of long polls after a run of fast requests is admitted at its wait bound beside an idle core, not refused (the wait starts the CPU reading's span)", async () => {
     // A review: after fast traffic (windows within tolerance read no CPU) the reading at the
     // burst's wait bound spanned seconds, read as unknown, and 295 of 300 long polls were refused.

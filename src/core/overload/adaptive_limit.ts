@@ -81,7 +81,9 @@ export interface AdaptiveLimitOptions {
    * request whose wait bound comes while the limit is full is then admitted, the limit growing
    * to hold every request in flight and waiting (lent: see `stalled`; never past `maxLimit`) —
    * the work holding the permits waits (long polls), and refusing would turn away work the
-   * process has room for. Asked when a request starts to wait, and when its wait bound comes.
+   * process has room for. Asked when a request starts to wait, and when its wait bound comes;
+   * with no wait (`shedWaitMs` 0), when a request finds the limit full: it is then admitted
+   * over the limit (never past `maxLimit`, never a sample), the limit unchanged.
    */
   idle?: (() => boolean) | undefined;
 }
