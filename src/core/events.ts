@@ -50,7 +50,7 @@ export interface RequestEvent {
 /** A regulator's own state was broken; it failed open or closed as documented. */
 export interface FaultEvent {
   readonly type: "fault";
-  /** Which regulator, e.g. "rate-limiter", "rate-store", "load-monitor", "cleanup". */
+  /** Which regulator: "client-key", "exempt", "refusal-headers", "rate-limiter", "rate-store", "inflight-limiter" or "memory-ceiling". */
   readonly source: string;
   readonly error: unknown;
   /** What the regulator did about it: "closed" (denied) or "open" (allowed). */
