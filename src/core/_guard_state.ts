@@ -66,9 +66,10 @@ export function _adaptiveOptions(options: AdaptiveLimitOptions, host: Host | und
   // over one longer than a second, read as unknown: a brownout of an upstream at 2 s halved the
   // limit at every window on a nearly idle core, and the requests beside it (a fast route, 50 a
   // second) waited out the whole wait bound again and again (a review: p99 ~500 ms, 12 ms
-  // without the library). Readings stay a second or more apart only when no request arrived
-  // for a second (the probe stopped): an idle spell, still read as unknown.
-  load?.onTurn(() => void share());
+  // without the library). The probe stops a second after the last request: the reading is then
+  // forgotten, so the first after that idle spell is unknown, as before (read on at the quiet
+  // second's probes, a storm after an idle spell of 1.2-1.9 s read the spell as spare).
+  load?.onTurn(() => (load.running ? void share() : share.forget()));
   const notIdle = _over(share, load, _CPU_IDLE_SHARE * cores);
   return { ...options, queueing: _over(share, load, _CPU_BUSY_SHARE * cores), idle: () => !notIdle() };
 }
@@ -144,7 +145,7 @@ const _CPU_SPARE_SPAN_MS = 500;
  * failed (logged once) or went back, or a span over a second (an idle spell before a storm: a
  * storm's first window would read the idle time as spare).
  */
-function _cpuShare(cpuMs: () => number | undefined, clock: Clock, log?: Logger, minSpanMs = _CPU_READ_MS, firstSpanMs = minSpanMs): () => number {
+function _cpuShare(cpuMs: () => number | undefined, clock: Clock, log?: Logger, minSpanMs = _CPU_READ_MS, firstSpanMs = minSpanMs): _Share {
   let failed = false;
   const read = (): number => {
     try {
@@ -159,7 +160,7 @@ function _cpuShare(cpuMs: () => number | undefined, clock: Clock, log?: Logger, 
   let wall = clock.now();
   let cpu = read();
   let last = NaN;
-  return () => {
+  const reading = () => {
     const now = clock.now();
     const span = now - wall;
     // While nothing is known (`last` NaN) a reading over `firstSpanMs` stands in.
@@ -172,7 +173,12 @@ function _cpuShare(cpuMs: () => number | undefined, clock: Clock, log?: Logger, 
     }
     return last;
   };
+  // The next reading spans over a second: unknown, and it starts a new span.
+  return Object.assign(reading, { forget: () => void (wall = -Infinity) });
 }
+
+/** A CPU share reading (see {@linkcode _cpuShare}); `forget()` makes the next one unknown. */
+type _Share = (() => number) & { forget(): void };
 
 /**
  * The shortest span a CPU share is read over: the adaptive limit's default window. Asked at every

@@ -224,10 +224,11 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
     // samples report leave them out. Counted in, Node's I/O-bound limit ended a 3 s storm at ~250
     // in 1 of 3 step runs instead of ~100 (read as the baseline's upward rebase: from a window of
     // ~250 permits in use, halving did not lower the latency enough).
-    // With CPU to spare, never past maxLimit (a user's bound for a pool behind the handler): the
-    // waiters due past it are refused at their bound (a review: 2,000 in flight at 50).
+    // With CPU to spare, never past maxLimit (a user's bound for a pool behind the handler),
+    // parked permits counted: the waiters due past it are refused at their bound (a review:
+    // 2,000 in flight at 50).
     const most = spare ? adaptive.maxLimit : Infinity;
-    for (let w = inFlight < most ? queue.takeDue(now) : undefined; w !== undefined; w = inFlight < most ? queue.takeDue(now) : undefined) {
+    for (let w = inFlight + parked < most ? queue.takeDue(now) : undefined; w !== undefined; w = inFlight + parked < most ? queue.takeDue(now) : undefined) {
       inFlight++;
       over++;
       w.settle(now, true);
@@ -402,7 +403,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       // as the wait queue admits a waiter whose bound comes then. Refused, a fresh process's
       // first 500 ms of 16 clients of a 20 ms route at a few percent of a core were 280–790 503s
       // (a review; none with the wait).
-      if (shedWaitMs === 0 && adaptive?.idle !== undefined && inFlight < adaptive.maxLimit && adaptive.idle()) {
+      if (shedWaitMs === 0 && adaptive?.idle !== undefined && inFlight + parked < mostHeld && adaptive.idle()) {
         inFlight++;
         over++;
         return new _Permit(releaseOver, now);
