@@ -286,7 +286,13 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       provisional = undefined;
       if ((wasUsed - (longNow - wasLong)) * 2 < wasLimit) lent += Math.max(0, Math.min(grew, estimate - lent - minLimit));
     }
-    if (baseline === undefined || shortMs < baseline) baseline = shortMs;
+    // Not lowered while anything is lent (as nothing is learned then): long work holds the
+    // permits it was lent, and the window's mean is of the requests that could complete, not
+    // of the process's work. An upstream that hung for 8 s left only a fast route's 0.1 ms
+    // requests completing; taken as the baseline, every window after its recovery read 200
+    // times slower, and the limit collapsed again and again (a review: a fast route's p99
+    // ~480 ms in 16 of 25 s; with no CPU reading, at its floor for good).
+    if (baseline === undefined || (shortMs < baseline && lent === 0)) baseline = shortMs;
     // A baseline of exactly 0 is a clock coarser than the work (one of whole milliseconds, or
     // one that stands still during synchronous work, as on Cloudflare Workers): the latency is
     // under its resolution, so the ratio is taken against one millisecond, not 0 (0 / 0 left

@@ -395,6 +395,36 @@ describe("adaptive limit", () => {
     assert.deepEqual(run(undefined, storm), [128, 115, 103, 93, 83, 79]);
   });
 
+  test("adaptive limit: while the permits of work that gives no sample are lent (an upstream that hangs), a window does not lower the baseline; long work within the limit does not stop it", () => {
+    // A review: an upstream hung for 8 s and only a fast route's 0.1 ms requests completed; taken
+    // as the baseline, every window after the recovery read 200 times slower.
+    const clock = createManualClock();
+    const limit = createAdaptiveLimit({ initialLimit: 256, queueing: () => false });
+    // Ten samples 12 ms apart: each call closes its own window (at least 100 ms and 10 samples).
+    const windowOf = (latencyMs: number, inFlight: number, long: number) => {
+      for (let i = 0; i < 10; i++) {
+        clock.advance(12);
+        limit.sample(latencyMs, inFlight, clock.now(), inFlight, long);
+      }
+    };
+    for (let w = 0; w < 5; w++) windowOf(20, 100, 0); // a mix of a 20 ms upstream and a fast route, under half the limit
+    assert.deepEqual([limit.baselineMs, limit.limit], [20, 256]);
+    // The upstream hangs: 300 of its requests hold their permits, past the limit, and requests
+    // wait beside an idle core (the concurrency limit lends them room: stalled); only the fast
+    // route completes.
+    limit.stalled(301);
+    for (let w = 0; w < 20; w++) windowOf(0.1, 301, 300);
+    assert.ok(limit.lent! > 0);
+    assert.equal(limit.baselineMs, 20, "not the fast route's 0.1 ms");
+    // It answers again: the loan is repaid as the held permits fall.
+    for (let w = 0; w < 5; w++) windowOf(20, 20, 0);
+    assert.equal(limit.lent, 0);
+    assert.equal(limit.baselineMs, 20);
+    // Long polls within the limit beside short work: the short work's latency is the baseline.
+    for (let w = 0; w < 5; w++) windowOf(8, 60, 40);
+    assert.equal(limit.baselineMs, 8);
+  });
+
   test("adaptive limit: bad options throw naming the field", () => {
     assert.throws(() => createAdaptiveLimit({ minLimit: 0 }), /Cannot create adaptive limit as "minLimit" must be a positive integer: current value is 0/);
     assert.throws(() => createAdaptiveLimit({ minLimit: 10, maxLimit: 5 }), /"maxLimit" must be at least "minLimit" \(10\): current value is 5/);
