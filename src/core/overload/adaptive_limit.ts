@@ -17,7 +17,8 @@
 //   when halving the limit did not lower the latency — the latency is then not queueing in
 //   this process (an upstream got slower), and throttling would only cut throughput;
 // - there is no periodic minimum-RTT re-measurement (Envoy drops to its floor for it, a burst
-//   of 503s each time): the baseline falls whenever a window is faster, and rises as above;
+//   of 503s each time): the baseline falls whenever a window is faster (weighted by the share
+//   of the window's permits taken in it: see `close`), and rises as above;
 // - the limit does not grow while fewer than half its permits were used in the window
 //   (app-limited: the latency says nothing about a limit that was not reached);
 // - work that holds its permit for long (long polls) gives no sample until it ends: when
@@ -286,13 +287,18 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       provisional = undefined;
       if ((wasUsed - (longNow - wasLong)) * 2 < wasLimit) lent += Math.max(0, Math.min(grew, estimate - lent - minLimit));
     }
-    // Not lowered while anything is lent (as nothing is learned then): long work holds the
-    // permits it was lent, and the window's mean is of the requests that could complete, not
-    // of the process's work. An upstream that hung for 8 s left only a fast route's 0.1 ms
-    // requests completing; taken as the baseline, every window after its recovery read 200
-    // times slower, and the limit collapsed again and again (a review: a fast route's p99
-    // ~480 ms in 16 of 25 s; with no CPU reading, at its floor for good).
-    if (baseline === undefined || (shortMs < baseline && lent === 0)) baseline = shortMs;
+    // A faster window lowers the baseline to its mean as far as its samples speak for the work
+    // in flight: by the share of the permits in use that were taken in it (`usedShort`), not
+    // held from before by work that gives no sample (`long`). Lowered all the way, an upstream
+    // that hung for 8 s left only a fast route's 0.1 ms requests completing as the baseline,
+    // and after it came back every window read 200 times slower and the limit collapsed again
+    // and again (a review: a fast route's p99 ~480 ms in 13-14 of 14 s). Long polls beside
+    // short work still bring it down, more slowly (a fifth of the permits short: a few windows).
+    if (baseline === undefined) baseline = shortMs;
+    else if (shortMs < baseline) {
+      const short = Math.max(1, usedShort);
+      baseline += (shortMs - baseline) * (short / (short + longNow));
+    }
     // A baseline of exactly 0 is a clock coarser than the work (one of whole milliseconds, or
     // one that stands still during synchronous work, as on Cloudflare Workers): the latency is
     // under its resolution, so the ratio is taken against one millisecond, not 0 (0 / 0 left

@@ -395,7 +395,7 @@ describe("adaptive limit", () => {
     assert.deepEqual(run(undefined, storm), [128, 115, 103, 93, 83, 79]);
   });
 
-  test("adaptive limit: while the permits of work that gives no sample are lent (an upstream that hangs), a window does not lower the baseline; long work within the limit does not stop it", () => {
+  test("adaptive limit: a faster window lowers the baseline by the share of its permits that were taken in it: not to a fast route's latency while an upstream hangs, but to short work's beside long polls", () => {
     // A review: an upstream hung for 8 s and only a fast route's 0.1 ms requests completed; taken
     // as the baseline, every window after the recovery read 200 times slower.
     const clock = createManualClock();
@@ -409,20 +409,23 @@ describe("adaptive limit", () => {
     };
     for (let w = 0; w < 5; w++) windowOf(20, 100, 0); // a mix of a 20 ms upstream and a fast route, under half the limit
     assert.deepEqual([limit.baselineMs, limit.limit], [20, 256]);
-    // The upstream hangs: 300 of its requests hold their permits, past the limit, and requests
-    // wait beside an idle core (the concurrency limit lends them room: stalled); only the fast
-    // route completes.
-    limit.stalled(301);
+    // The upstream hangs: 80 of its requests hold their permits (within the limit: nothing
+    // lent), then 300 (past it); only the fast route completes, one at a time.
+    for (let w = 0; w < 20; w++) windowOf(0.1, 81, 80);
+    const within = limit.baselineMs!;
+    assert.ok(within > 10, `not the fast route's 0.1 ms: ${within}`);
     for (let w = 0; w < 20; w++) windowOf(0.1, 301, 300);
-    assert.ok(limit.lent! > 0);
-    assert.equal(limit.baselineMs, 20, "not the fast route's 0.1 ms");
-    // It answers again: the loan is repaid as the held permits fall.
-    for (let w = 0; w < 5; w++) windowOf(20, 20, 0);
-    assert.equal(limit.lent, 0);
-    assert.equal(limit.baselineMs, 20);
-    // Long polls within the limit beside short work: the short work's latency is the baseline.
-    for (let w = 0; w < 5; w++) windowOf(8, 60, 40);
-    assert.equal(limit.baselineMs, 8);
+    assert.ok(limit.baselineMs! > 9 && limit.baselineMs! < within, `${limit.baselineMs}`);
+    // It answers again: no faster window, the baseline stays.
+    const before = limit.baselineMs;
+    for (let w = 0; w < 5; w++) windowOf(20, 100, 0);
+    assert.equal(limit.baselineMs, before);
+    // Long polls beside short work (a third of the permits): the short work's 8 ms within a few windows.
+    for (let w = 0; w < 10; w++) windowOf(8, 60, 40);
+    assert.ok(limit.baselineMs! < 8.5, `${limit.baselineMs}`);
+    // A window with no long work lowers it to its mean at once.
+    for (let w = 0; w < 3; w++) windowOf(5, 20, 0);
+    assert.equal(limit.baselineMs, 5);
   });
 
   test("adaptive limit: bad options throw naming the field", () => {
