@@ -21,7 +21,7 @@ export interface _ProcessGates {
    * Whether the process has CPU to spare (under 70 % of what it may use over its last span of at
    * least half a second); absent without the Host's CPU reading. See {@linkcode _cpuSpare}.
    */
-  readonly spare: (() => boolean) | undefined;
+  readonly spare: _Spare | undefined;
 }
 
 /** Builds them; `what` names the factory in validation errors. */
@@ -131,10 +131,13 @@ const _over = (share: () => number, load: LoadMonitor | undefined, limit: number
  * 167–510 ms. Half a second, not the adaptive limit's 100 ms: a span holding one pause must not
  * read as a busy core.
  */
-export function _cpuSpare(cpuMs: () => number | undefined, clock: Clock, cores = 1): () => boolean {
+export function _cpuSpare(cpuMs: () => number | undefined, clock: Clock, cores = 1): _Spare {
   const share = _cpuShare(cpuMs, clock, undefined, _CPU_SPARE_SPAN_MS, _CPU_READ_MS);
-  return () => share() < _CPU_BUSY_SHARE * cores;
+  return Object.assign(() => share() < _CPU_BUSY_SHARE * cores, { forget: share.forget });
 }
+
+/** {@linkcode _cpuSpare}'s reading; `forget()` makes the next one unknown (no CPU to spare). */
+export type _Spare = (() => boolean) & { forget?(): void };
 
 /** The shortest span {@linkcode _cpuSpare} reads the CPU share over. */
 const _CPU_SPARE_SPAN_MS = 500;

@@ -102,7 +102,7 @@ export interface _Permits {
  * Node and Bun (admitted at once instead, a burst read during a stall ran in one turn, and the
  * paced load after a storm met the batch bound's 503s).
  */
-export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, permits?: _Permits, spare?: () => boolean): _LoadGate {
+export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, permits?: _Permits, spare?: (() => boolean) & { forget?(): void }): _LoadGate {
   let idle = true;
   // Built once: a refusal under a storm allocates nothing here.
   const busy: GateRefusal = Object.freeze({ reason: "busy", status: 503, retryAfterMs: load.retryAfterMs });
@@ -119,8 +119,11 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
       : held !== undefined
         ? load.onTurn(() => {
             // Read at every probe, held or not, so its spans stay whole (read only now and then,
-            // a gap over a second between two readings reads as unknown: no CPU to spare).
-            const cpuToSpare = spare?.() === true;
+            // a gap over a second between two readings reads as unknown: no CPU to spare), and
+            // forgotten when the probe stops, so the first reading after that idle spell is
+            // unknown too (read on through the quiet second, a storm after a spell of 1.2-1.5 s
+            // read it as CPU to spare for ~500 ms: a review).
+            const cpuToSpare = load.running ? spare?.() === true : (spare?.forget?.(), false);
             // The turn queue's room: while the monitor reads normal, as many as fit the batch
             // bound; with CPU to spare only, one slice (a review: 20 held 1 ms handlers all
             // started in one busy probe's turn).

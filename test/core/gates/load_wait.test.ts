@@ -635,6 +635,27 @@ describe("load gate: with CPU to spare, a stall is not a reason to refuse (a clo
     guard.dispose();
   });
 
+  test("load gate, held refusals: the CPU reading is forgotten when the probe stops, so a stall right after an idle spell of 1.3 s is not read as CPU to spare", async () => {
+    // A review: read on through the quiet second before the probe stops, a storm after an idle
+    // spell of 1.2-1.5 s read that second as CPU to spare for ~500 ms.
+    const { advance, stall, guard, handled, get, setShare } = spareSetup(false);
+    for (let i = 0; i < 7; i++) {
+      get(`/r${i}`);
+      advance(300);
+    }
+    setShare(0); // idle: the probe stops a second after the last request
+    advance(1_300);
+    assert.equal(guard.load!.running, false);
+    setShare(1); // a storm
+    get("/s0"); // restarts the probe (a restarted probe has measured nothing: admitted)
+    stall(100);
+    get("/a"); // read during a stall: held
+    advance(10);
+    await flushMicrotasks();
+    assert.ok(!handled.includes("/a"), "no CPU reading yet: held for the share, not started as if the core were idle");
+    guard.dispose();
+  });
+
   test("load gate, held refusals: under a CPU quota of half a core, 50 % of a core is not CPU to spare (70 % of the quota is 35 %)", async () => {
     const { advance, stall, guard, handled, get, setShare } = spareSetup(false, 0.5);
     setShare(0.5);
