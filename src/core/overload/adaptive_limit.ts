@@ -215,6 +215,8 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   let lent = 0;
   let limit = initialLimit;
   let baseline: number | undefined;
+  /** The baseline when work that gives no sample began to be held (see `close`); undefined while none is. */
+  let anchor: number | undefined;
   let pressure: _Pressure | undefined;
   // Slow start (as TCP's): the limit doubles a window until the latency first goes over
   // tolerance, then grows by the queue allowance.
@@ -287,17 +289,24 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       provisional = undefined;
       if ((wasUsed - (longNow - wasLong)) * 2 < wasLimit) lent += Math.max(0, Math.min(grew, estimate - lent - minLimit));
     }
-    // A faster window lowers the baseline to its mean as far as its samples speak for the work
-    // in flight: by the share of the permits in use that were taken in it (`usedShort`), not
-    // held from before by work that gives no sample (`long`). Lowered all the way, an upstream
-    // that hung for 8 s left only a fast route's 0.1 ms requests completing as the baseline,
-    // and after it came back every window read 200 times slower and the limit collapsed again
-    // and again (a review: a fast route's p99 ~480 ms in 13-14 of 14 s). Long polls beside
-    // short work still bring it down, more slowly (a fifth of the permits short: a few windows).
+    // A faster window lowers the baseline to its mean — but while work held from before the
+    // window gives no sample (`long`: an upstream that hangs, long polls), only by the share of
+    // the window's permits taken in it, from where the baseline stood when that work began
+    // (`anchor`): the window's mean is of the requests that could complete, not of the work in
+    // flight. Lowered all the way, an upstream that hung for 8 s left a fast route's 0.1 ms as
+    // the baseline, and after it came back every window read 200 times slower and the limit
+    // collapsed again and again (a review: a fast route's p99 ~480 ms in 13-14 of 14 s); lowered
+    // by the share window after window, it still fell most of the way over a long hang. Too high
+    // costs slack up to tolerance; too low collapses the limit.
     if (baseline === undefined) baseline = shortMs;
-    else if (shortMs < baseline) {
+    else if (longNow === 0) {
+      anchor = undefined;
+      if (shortMs < baseline) baseline = shortMs;
+    } else {
+      anchor ??= baseline;
       const short = Math.max(1, usedShort);
-      baseline += (shortMs - baseline) * (short / (short + longNow));
+      const lowered = anchor + (shortMs - anchor) * (short / (short + longNow));
+      if (lowered < baseline) baseline = lowered;
     }
     // A baseline of exactly 0 is a clock coarser than the work (one of whole milliseconds, or
     // one that stands still during synchronous work, as on Cloudflare Workers): the latency is
@@ -388,7 +397,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     queueing,
     idle,
     sample(latencyMs, inFlight, now, held, long) {
-      if (!(latencyMs >= 0)) return; // NaN, negative (a clock that went back): not a sample
+      if (!(latencyMs >= 0 && latencyMs < Infinity)) return; // NaN, negative (a clock that went back), Infinity: not a sample
       hold(now, typeof held === "number" && held > inFlight ? held : inFlight);
       if (lent > 0) repay(Math.max(heldMost, heldBefore));
       if (windowStart === undefined) {

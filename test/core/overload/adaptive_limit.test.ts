@@ -395,7 +395,7 @@ describe("adaptive limit", () => {
     assert.deepEqual(run(undefined, storm), [128, 115, 103, 93, 83, 79]);
   });
 
-  test("adaptive limit: a faster window lowers the baseline by the share of its permits that were taken in it: not to a fast route's latency while an upstream hangs, but to short work's beside long polls", () => {
+  test("adaptive limit: while work held from before gives no sample (an upstream that hangs, long polls), a faster window lowers the baseline only by the share of its permits taken in it, from where it stood when that work began", () => {
     // A review: an upstream hung for 8 s and only a fast route's 0.1 ms requests completed; taken
     // as the baseline, every window after the recovery read 200 times slower.
     const clock = createManualClock();
@@ -409,23 +409,46 @@ describe("adaptive limit", () => {
     };
     for (let w = 0; w < 5; w++) windowOf(20, 100, 0); // a mix of a 20 ms upstream and a fast route, under half the limit
     assert.deepEqual([limit.baselineMs, limit.limit], [20, 256]);
-    // The upstream hangs: 80 of its requests hold their permits (within the limit: nothing
-    // lent), then 300 (past it); only the fast route completes, one at a time.
-    for (let w = 0; w < 20; w++) windowOf(0.1, 81, 80);
-    const within = limit.baselineMs!;
-    assert.ok(within > 10, `not the fast route's 0.1 ms: ${within}`);
+    // The upstream hangs for 8 s: 80 of its requests hold their permits (within the limit),
+    // then 300 (past it); only the fast route completes, one at a time.
+    for (let w = 0; w < 80; w++) windowOf(0.1, 81, 80);
+    assert.ok(limit.baselineMs! > 19.5, `not the fast route's 0.1 ms, and not compounded window after window: ${limit.baselineMs}`);
     for (let w = 0; w < 20; w++) windowOf(0.1, 301, 300);
-    assert.ok(limit.baselineMs! > 9 && limit.baselineMs! < within, `${limit.baselineMs}`);
+    assert.ok(limit.baselineMs! > 19.5, `${limit.baselineMs}`);
     // It answers again: no faster window, the baseline stays.
     const before = limit.baselineMs;
     for (let w = 0; w < 5; w++) windowOf(20, 100, 0);
     assert.equal(limit.baselineMs, before);
-    // Long polls beside short work (a third of the permits): the short work's 8 ms within a few windows.
-    for (let w = 0; w < 10; w++) windowOf(8, 60, 40);
-    assert.ok(limit.baselineMs! < 8.5, `${limit.baselineMs}`);
-    // A window with no long work lowers it to its mean at once.
+    // Long polls held beside short work (a third of the permits): a third of the way down to its 8 ms, however long they stay.
+    for (let w = 0; w < 20; w++) windowOf(8, 60, 40);
+    assert.ok(Math.abs(limit.baselineMs! - (before! + (8 - before!) / 3)) < 1e-9, `${limit.baselineMs}`);
+    // Once a window holds no such work, its mean is the baseline at once.
     for (let w = 0; w < 3; w++) windowOf(5, 20, 0);
     assert.equal(limit.baselineMs, 5);
+    // A latency of Infinity is not a sample (it made the baseline NaN for good).
+    limit.sample(Infinity, 20, clock.now());
+    for (let w = 0; w < 3; w++) windowOf(5, 20, 0);
+    assert.equal(limit.baselineMs, 5);
+  });
+
+  test("adaptive limit: after an 8 s hang beside a fast route, a process whose work queues (CPU busy) keeps its limit when the upstream answers again", () => {
+    const clock = createManualClock();
+    const limit = createAdaptiveLimit({ initialLimit: 128, queueing: () => true });
+    const windowOf = (latencyMs: number, inFlight: number, long: number) => {
+      for (let i = 0; i < 10; i++) {
+        clock.advance(12);
+        limit.sample(latencyMs, inFlight, clock.now(), inFlight, long);
+      }
+    };
+    for (let w = 0; w < 10; w++) windowOf(20, Math.min(100, limit.limit), 0);
+    const was = limit.limit;
+    for (let w = 0; w < 80; w++) windowOf(1, 90, 80); // 80 hung, the fast route 10 in flight at 1 ms
+    const after: number[] = [];
+    for (let w = 0; w < 20; w++) {
+      windowOf(20, Math.min(100, limit.limit), 0);
+      after.push(limit.limit);
+    }
+    assert.ok(Math.min(...after) >= was * 0.9, `limit ${was} before, after: ${after.join(",")}`);
   });
 
   test("adaptive limit: bad options throw naming the field", () => {
