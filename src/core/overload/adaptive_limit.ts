@@ -302,7 +302,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     else if (longNow === 0) {
       anchor = undefined;
       if (shortMs < baseline) baseline = shortMs;
-    } else {
+    } else if (shortMs < baseline) {
       anchor ??= baseline;
       const short = Math.max(1, usedShort);
       const lowered = anchor + (shortMs - anchor) * (short / (short + longNow));
@@ -357,6 +357,9 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
         unmoved = pressure.unmoved = shortMs > pressure.latencyMs * 0.75 ? pressure.unmoved + 1 : 0;
         if (pressure.unmoved >= 2) {
           baseline = shortMs;
+          // And held work met from now on is measured from here (left at the lower level, the
+          // next window at the new latency was lowered toward it again: a review).
+          if (anchor !== undefined) anchor = shortMs;
           pressure = undefined;
         }
       }

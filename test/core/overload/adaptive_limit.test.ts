@@ -431,6 +431,27 @@ describe("adaptive limit", () => {
     assert.equal(limit.baselineMs, 5);
   });
 
+  test("adaptive limit: with long polls held throughout, an upstream that gets slower rebases the baseline up, and windows at the new latency do not lower it back toward the old one", () => {
+    // A review: the level held work was measured from stayed at the old baseline after the
+    // rebase, and every window at the new latency lowered it again (the limit down to 1).
+    const clock = createManualClock();
+    const limit = createAdaptiveLimit({ initialLimit: 64 });
+    const baselines: number[] = [];
+    for (let w = 0; w < 80; w++) {
+      const latencyMs = w < 10 ? 20 : 100; // the short route's upstream slows at window 10
+      const inFlight = Math.min(limit.limit, 30);
+      for (let i = 0; i < 10; i++) {
+        clock.advance(11 + Math.ceil(Math.max(100, 2 * (limit.baselineMs ?? 0)) / 10));
+        limit.sample(latencyMs, inFlight, clock.now(), inFlight, Math.min(10, inFlight - 1)); // 10 long polls
+      }
+      baselines.push(limit.baselineMs!);
+    }
+    const rebased = baselines.indexOf(100);
+    assert.ok(rebased > 10, `rebased at window ${rebased}`);
+    assert.deepEqual(baselines.slice(rebased).filter((b) => b !== 100), [], "held at the new latency");
+    assert.ok(limit.limit >= 10, `limit ${limit.limit}`);
+  });
+
   test("adaptive limit: after an 8 s hang beside a fast route, a process whose work queues (CPU busy) keeps its limit when the upstream answers again", () => {
     const clock = createManualClock();
     const limit = createAdaptiveLimit({ initialLimit: 128, queueing: () => true });
