@@ -117,9 +117,9 @@ const _over = (share: () => number, load: LoadMonitor | undefined, limit: number
 
 /**
  * Whether the process used under 70 % of the CPU it may use over its last span of at least half
- * a second (false when that cannot be told: before the first span, a reading that failed, or a
- * span over a second — readings more than a second apart, as after ~1.5 s without a request,
- * once the load monitor's probe has stopped). Until a half-second reading exists, one over
+ * a second (false when that cannot be told: before the first span, a reading that failed, a
+ * span over a second, or the first reading after `forget()` — the load gate forgets it when
+ * the load monitor's probe stops, a second after the last request). Until a half-second reading exists, one over
  * 100 ms stands in, so a burst after such a spell is read within 100 ms. Where the load gate
  * holds its refusals (no later turn: Deno) it reads this at each probe, and while some are held
  * and the process has CPU to spare, a request held for the loop's delay (a stall, or the share

@@ -18,6 +18,7 @@
 // whatever the share (see _loadGate).
 import type { Clock } from "../clock.ts";
 import type { LoadMonitor } from "../overload/load_monitor.ts";
+import type { _Spare } from "../_guard_state.ts";
 import { _sliceOver, _TurnQueue, type _TurnWaiter } from "../overload/_turn_queue.ts";
 import { _WaitQueue } from "../overload/_wait_queue.ts";
 import type { _Admission } from "../request/admission.ts";
@@ -102,7 +103,7 @@ export interface _Permits {
  * Node and Bun (admitted at once instead, a burst read during a stall ran in one turn, and the
  * paced load after a storm met the batch bound's 503s).
  */
-export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, permits?: _Permits, spare?: (() => boolean) & { forget?(): void }): _LoadGate {
+export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, permits?: _Permits, spare?: _Spare): _LoadGate {
   let idle = true;
   // Built once: a refusal under a storm allocates nothing here.
   const busy: GateRefusal = Object.freeze({ reason: "busy", status: 503, retryAfterMs: load.retryAfterMs });

@@ -17,8 +17,9 @@
 //   when halving the limit did not lower the latency — the latency is then not queueing in
 //   this process (an upstream got slower), and throttling would only cut throughput;
 // - there is no periodic minimum-RTT re-measurement (Envoy drops to its floor for it, a burst
-//   of 503s each time): the baseline falls whenever a window is faster (weighted by the share
-//   of the window's permits taken in it: see `close`), and rises as above;
+//   of 503s each time): the baseline falls whenever a window is faster (while work held from
+//   before the window gives no sample, only by the share of the window's permits taken in it,
+//   from where it stood when that work began: see `close`), and rises as above;
 // - the limit does not grow while fewer than half its permits were used in the window
 //   (app-limited: the latency says nothing about a limit that was not reached);
 // - work that holds its permit for long (long polls) gives no sample until it ends: when

@@ -26,6 +26,17 @@ function drive(adaptive: AdaptiveLimit, clock: ReturnType<typeof createManualClo
   return limits;
 }
 
+/**
+ * Ten samples 12 ms apart of `latencyMs` at `inFlight`, `long` of them held from before the
+ * window: each call closes its own window (at least 100 ms and 10 samples).
+ */
+const windows = (limit: AdaptiveLimit, clock: ReturnType<typeof createManualClock>) => (latencyMs: number, inFlight: number, long: number) => {
+  for (let i = 0; i < 10; i++) {
+    clock.advance(12);
+    limit.sample(latencyMs, inFlight, clock.now(), inFlight, long);
+  }
+};
+
 const max = (xs: number[]) => Math.max(...xs);
 const min = (xs: number[]) => Math.min(...xs);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
@@ -400,13 +411,7 @@ describe("adaptive limit", () => {
     // as the baseline, every window after the recovery read 200 times slower.
     const clock = createManualClock();
     const limit = createAdaptiveLimit({ initialLimit: 256, queueing: () => false });
-    // Ten samples 12 ms apart: each call closes its own window (at least 100 ms and 10 samples).
-    const windowOf = (latencyMs: number, inFlight: number, long: number) => {
-      for (let i = 0; i < 10; i++) {
-        clock.advance(12);
-        limit.sample(latencyMs, inFlight, clock.now(), inFlight, long);
-      }
-    };
+    const windowOf = windows(limit, clock);
     for (let w = 0; w < 5; w++) windowOf(20, 100, 0); // a mix of a 20 ms upstream and a fast route, under half the limit
     assert.deepEqual([limit.baselineMs, limit.limit], [20, 256]);
     // The upstream hangs for 8 s: 80 of its requests hold their permits (within the limit),
@@ -455,12 +460,7 @@ describe("adaptive limit", () => {
   test("adaptive limit: after an 8 s hang beside a fast route, a process whose work queues (CPU busy) keeps its limit when the upstream answers again", () => {
     const clock = createManualClock();
     const limit = createAdaptiveLimit({ initialLimit: 128, queueing: () => true });
-    const windowOf = (latencyMs: number, inFlight: number, long: number) => {
-      for (let i = 0; i < 10; i++) {
-        clock.advance(12);
-        limit.sample(latencyMs, inFlight, clock.now(), inFlight, long);
-      }
-    };
+    const windowOf = windows(limit, clock);
     for (let w = 0; w < 10; w++) windowOf(20, Math.min(100, limit.limit), 0);
     const was = limit.limit;
     for (let w = 0; w < 80; w++) windowOf(1, 90, 80); // 80 hung, the fast route 10 in flight at 1 ms
