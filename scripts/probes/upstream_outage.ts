@@ -18,7 +18,8 @@
 // Measured 2026-12-07 (Node 20.20, Deno 2.9.6, Bun 1.4.5; 2-core machine; README "Concurrency"
 // and "A worked example"; two runs each, the library of 3c8a298 against 15469a6): the hang under
 // `serve()` on Node — the fast route's p99 over 100 ms (~480 ms: the adaptive limit collapsing
-// to 15–33, then lent back) in 2–4 of the hang's 7 seconds and 8–9 of the 14 after, now none;
+// to 15–33, then lent back) in 2–4 of the hang's 7 seconds and 8–9 of the 14 after; now in none
+// of the hang's and 0–2 of the 14 after over five runs (a single second at ~340 ms);
 // Deno and Bun 0–1 either way. A brownout at 2 s (`--slow=2000`): before, over 100 ms in 1–3 of
 // its seconds on Node and Deno (0–1 on Bun), and on Node in 6 and 10 of the 14 after; now 0
 // during it, 0–1 after. `hygiene()` without a Host (no CPU reading, no load monitor) refused
