@@ -6,14 +6,19 @@
 import type { EventSink, HygieneEvent } from "../events.ts";
 import { _emit } from "../_emit.ts";
 import { _hasCode, HygieneError } from "../errors.ts";
-import { _options, _positiveInt, _show } from "../_validate.ts";
+import { _fail, _object, _options, _positiveInt, _show } from "../_validate.ts";
 
 const CODE = "ERR_FLOW_QUEUE_FULL";
 const SHED: HygieneEvent = Object.freeze({ type: "deny", layer: "flow", reason: "queue-full", status: 503 });
+/**
+ * The most workers a queue may have: each is allocated when the queue is created (a typo of
+ * `1e8` would take gigabytes), and each runs a task at once — far past any useful parallelism.
+ */
+const MAX_WORKERS = 65_536;
 
 /** Options of {@linkcode createFlowQueue}. */
 export interface FlowQueueOptions {
-  /** How many tasks may run at once: each worker runs one at a time. */
+  /** How many tasks may run at once: each worker runs one at a time. At most 65,536. */
   workers: number;
   /**
    * Tasks held at once, running and waiting, over all workers. Each worker holds at most
@@ -35,7 +40,10 @@ export interface FlowQueue {
   /**
    * Queues `task` on the worker of `key`, behind every task that worker already holds, and
    * settles as the task does. Rejects with {@linkcode FlowQueueFullError} at once when the
-   * worker holds its share of the capacity. `task` never starts inside this call.
+   * worker holds its share of the capacity. `task` never starts inside this call. Keys share
+   * workers: a task must not await another `run` of this queue (on the same worker — its own
+   * key's always is — neither would ever end), and one that never settles holds its worker,
+   * and every key on it, for good.
    */
   run<T>(key: string, task: () => T | Promise<T>, options?: FlowTaskOptions): Promise<T>;
   /** The worker (0 … workers − 1) of `key`: a stable hash, the same across restarts and runtimes. */
@@ -128,6 +136,7 @@ export function createFlowQueue(options: FlowQueueOptions): FlowQueue {
   const what = "create flow queue";
   const o = _options(what, options);
   const workers = _positiveInt(what, "workers", o.workers);
+  if (workers > MAX_WORKERS) _fail(what, "workers", `at most ${MAX_WORKERS}`, workers);
   const capacity = _positiveInt(what, "capacity", o.capacity);
   if (capacity < workers) {
     throw new RangeError(`Cannot ${what} as "capacity" must be at least "workers": current values are ${capacity} and ${workers}`);
@@ -138,7 +147,22 @@ export function createFlowQueue(options: FlowQueueOptions): FlowQueue {
   let size = 0;
   let shed = 0;
 
-  const workerOf = (key: string): number => {
+  const keyOf = (doing: string, key: unknown): string => {
+    if (typeof key !== "string") throw new TypeError(`Cannot ${doing} as "key" must be a string: current value is ${_show(key)}`);
+    return key;
+  };
+  // The signal is checked before anything is counted: one that could not be listened to
+  // rejected the run after `size` had counted it, for good.
+  const signalOf = (runOptions: FlowTaskOptions | undefined): AbortSignal | undefined => {
+    if (runOptions === undefined) return undefined;
+    const signal = _object("run flow task", "options", runOptions).signal;
+    if (signal !== undefined && !(typeof signal === "object" && signal !== null && typeof signal.addEventListener === "function" && typeof signal.removeEventListener === "function")) {
+      throw new TypeError(`Cannot run flow task as "signal" must be an AbortSignal: current value is ${_show(signal)}`);
+    }
+    return signal;
+  };
+
+  const hash = (key: string): number => {
     // FNV-1a over the UTF-16 code units: stable across processes and runtimes.
     let h = 0x811c9dc5;
     for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
@@ -170,11 +194,11 @@ export function createFlowQueue(options: FlowQueueOptions): FlowQueue {
 
   return {
     run<T>(key: string, task: () => T | Promise<T>, runOptions?: FlowTaskOptions): Promise<T> {
-      if (typeof key !== "string") throw new TypeError(`Cannot run flow task as "key" must be a string: current value is ${_show(key)}`);
+      keyOf("run flow task", key);
       if (typeof task !== "function") throw new TypeError(`Cannot run flow task as "task" must be a function: current value is ${_show(task)}`);
-      const signal = runOptions?.signal;
+      const signal = signalOf(runOptions);
       if (signal?.aborted) return Promise.reject(signal.reason);
-      const lane = lanes[workerOf(key)]!;
+      const lane = lanes[hash(key)]!;
       if (lane.waiting.size + (lane.running ? 1 : 0) >= share) {
         shed++;
         _emit(sinks, SHED);
@@ -195,7 +219,7 @@ export function createFlowQueue(options: FlowQueueOptions): FlowQueue {
         next(lane);
       });
     },
-    workerOf,
+    workerOf: (key) => hash(keyOf("find flow worker", key)),
     get size() {
       return size;
     },

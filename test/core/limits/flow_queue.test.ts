@@ -207,6 +207,24 @@ describe("flow queue", () => {
     const queue = createFlowQueue({ workers: 1, capacity: 1 });
     assert.throws(() => queue.run(1 as never, async () => {}), /^TypeError: Cannot run flow task as "key" must be a string: current value is 1$/);
     assert.throws(() => queue.run("k", "nope" as never), /^TypeError: Cannot run flow task as "task" must be a function: current value is "nope"$/);
+    assert.throws(() => queue.workerOf(5 as never), /^TypeError: Cannot find flow worker as "key" must be a string: current value is 5$/);
+    assert.throws(() => queue.workerOf(undefined as never), /"key" must be a string: current value is undefined/);
+    assert.throws(() => createFlowQueue({ workers: 2 ** 32, capacity: 2 ** 32 }), /^RangeError: Cannot create flow queue as "workers" must be at most 65536: current value is 4294967296$/);
+    assert.equal(createFlowQueue({ workers: 65_536, capacity: 65_536 }).workerOf("k") < 65_536, true);
+  });
+
+  test("flow queue: a run with a signal that is not an AbortSignal is refused before it is counted", async () => {
+    const queue = createFlowQueue({ workers: 1, capacity: 4 });
+    for (let i = 0; i < 5; i++) {
+      assert.throws(() => queue.run("k", () => 1, { signal: {} as never }), /^TypeError: Cannot run flow task as "signal" must be an AbortSignal: current value is \[object Object\]$/);
+    }
+    assert.throws(() => queue.run("k", () => 1, "x" as never), /^TypeError: Cannot run flow task as "options" must be an object/);
+    assert.equal(queue.size, 0, "nothing held");
+    // The worker still takes its whole share.
+    const held = Array.from({ length: 4 }, (_, i) => queue.run("k", () => i));
+    assert.equal(queue.size, 4);
+    assert.deepEqual(await Promise.all(held), [0, 1, 2, 3]);
+    assert.equal(queue.size, 0);
   });
 });
 
