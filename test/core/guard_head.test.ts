@@ -9,6 +9,8 @@ import type { DenyEvent } from "../../src/core/events.ts";
 import { _refusalResponse } from "../../src/core/gates/refuse.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { flushMicrotasks } from "../support/flush.ts";
+import { createTurnClock } from "../support/turn_clock.ts";
+import type { RateLimiter } from "../../src/core/limits/rate_limiter.ts";
 
 const PEER = { address: "192.0.2.7", port: 40000 };
 // What the Node adapter tells the guard of a request without a body.
@@ -130,6 +132,37 @@ describe("guard: the head path (Node, no body)", () => {
     assert.deepEqual(s.late, [], "nothing answered from parts");
     assert.equal(s.guard.inFlight, 0);
     s.guard.dispose();
+  });
+
+  test("a request that waited for a later turn (the load gate) meets its rate limit at the time it goes on, not at its arrival", async () => {
+    const clock = createTurnClock();
+    const real = createFixedWindowLimiter({ limit: 100, windowMs: 1000, clock });
+    const asked: number[] = [];
+    // A limiter of the user's own (peeked at, then charged), asked the time of each charge.
+    const limiter = {
+      name: "spy",
+      limit: real.limit,
+      windowMs: real.windowMs,
+      peek: (key: string, cost?: number, now?: number) => real.peek(key, cost, now),
+      take: (key: string, cost?: number, now?: number) => (asked.push(now!), real.take(key, cost, now)),
+    } as RateLimiter;
+    const loadMonitor = { maxBatchMs: 20, minAdmitShare: 1, highWatermarkMs: 600_000 };
+    const guard = createGuard({ clock, loadMonitor, concurrencyLimit: 64, rateLimits: [{ limiter }] });
+    const head = (_guardedFetch(guard, () => ((clock.t += 30), new Response("ok"))) as _ServingFetch)[_HEAD] as _HeadFetch;
+    const answers: (Response | Promise<Response>)[] = [];
+    const translate: _Translate = (k) => void answers.push(k(new Request("http://localhost/")));
+    const serve = () => head(info(), translate, () => assert.fail("no refusal"));
+    const arrived = clock.t;
+    serve(); // starts the probe: admitted
+    serve(); // the batch's first admission
+    serve(); // the batch is 30 ms old: it waits for a later turn
+    assert.deepEqual(asked, [arrived, arrived + 30], "the first two when they arrived");
+    clock.t += 250;
+    assert.equal(clock.runImmediates(), 1);
+    await flushMicrotasks();
+    assert.deepEqual(asked, [arrived, arrived + 30, arrived + 310], "the third when its turn came, not at its arrival (arrived + 60)");
+    assert.equal(answers.length, 3);
+    guard.dispose();
   });
 
   test("a refusal after a wait (the queue's wait bound) is answered as parts, with the deny event, and nothing is translated", async () => {

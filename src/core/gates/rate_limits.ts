@@ -21,7 +21,7 @@ export function _rateLimitGate(parts: _KeyedParts, sink: EventSink): Gate {
     admit(a: _Admission) {
       const failed = _keyFor(a, parts, sink);
       if (failed !== undefined) return failed;
-      const d = take(a.request, a.key!, a.startedAt);
+      const d = take(a.request, a.key!, a.resumedAt);
       // A shared store's answer comes later (within its timeout); other requests go on meanwhile.
       return d instanceof Promise ? d.then(verdict) : verdict(d);
     },

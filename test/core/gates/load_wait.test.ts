@@ -9,6 +9,8 @@ import type { Clock } from "../../../src/core/clock.ts";
 import { HELD_BATCH_MS, REFUSAL_HOLD_MS } from "../../../src/core/gates/load.ts";
 import { createHost } from "../../../src/core/host/create_host.ts";
 import type { Host } from "../../../src/core/host/host.ts";
+import { createFixedWindowLimiter } from "../../../src/core/limits/fixed_window.ts";
+import type { RateLimiter } from "../../../src/core/limits/rate_limiter.ts";
 
 // The load gate's later turns, driven by hand: a handler "burns" by moving the clock, the
 // batch bound is 20 ms, and the share and the stall check are out of reach, so what puts a
@@ -46,6 +48,33 @@ describe("load gate: later turns", () => {
     assert.deepEqual(bodies, ["/1", "/2", "/3", "/4"]);
     assert.deepEqual(denials, [], "nothing was refused");
     assert.equal(guard.inFlight, 0);
+    guard.dispose();
+  });
+
+  test("load gate: a request that waited for a later turn meets its rate limit at the time it goes on, not at its arrival", async () => {
+    const clock = createTurnClock();
+    const real = createFixedWindowLimiter({ limit: 100, windowMs: 1000, clock });
+    const asked: number[] = [];
+    // A limiter of the user's own (peeked at, then charged), asked the time of each charge.
+    const limiter = {
+      name: "spy",
+      limit: real.limit,
+      windowMs: real.windowMs,
+      peek: (key: string, cost?: number, now?: number) => real.peek(key, cost, now),
+      take: (key: string, cost?: number, now?: number) => (asked.push(now!), real.take(key, cost, now)),
+    } as RateLimiter;
+    const { guard, handled, get } = setup(clock, { rateLimits: [{ limiter }], clientKey: () => "one" });
+    const arrived = clock.t;
+    const first = get("/1"); // starts the probe: admitted
+    const second = get("/2"); // the batch's first admission
+    const third = get("/3"); // the batch is 30 ms old: it waits for a later turn
+    assert.deepEqual(handled, ["/1", "/2"]);
+    assert.deepEqual(asked, [arrived, arrived + 30], "the first two when they arrived");
+    clock.t += 250; // the later turn comes 250 ms on
+    assert.equal(clock.runImmediates(), 1);
+    assert.deepEqual(handled, ["/1", "/2", "/3"]);
+    assert.deepEqual(asked, [arrived, arrived + 30, arrived + 310], "the third when its turn came, not at its arrival (arrived + 60)");
+    await Promise.all([first, second, third]);
     guard.dispose();
   });
 
