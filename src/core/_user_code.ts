@@ -26,6 +26,17 @@ export function _keyResult(key: unknown, what: string): string {
   throw new TypeError(`${what} must return a string: it returned ${promise ? "a promise (an async function?)" : key === null ? "null" : typeof key === "number" ? String(key) : typeof key}`);
 }
 
+/**
+ * Whether a rate rule's skip predicate skips: it must return a boolean. Anything else (a promise
+ * from an async function among them, given a rejection handler) is a TypeError, and the caller
+ * fails closed as for a throw: read as true, a promise would skip every request.
+ */
+export function _skipResult(skip: unknown, what: string): boolean {
+  if (typeof skip === "boolean") return skip;
+  const promise = _settleQuietly(skip);
+  throw new TypeError(`${what} must return a boolean: it returned ${promise ? "a promise (an async function?)" : skip === null ? "null" : typeof skip}`);
+}
+
 const SAFE = Symbol("serve-hygiene safe logger");
 
 /**

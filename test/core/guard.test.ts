@@ -763,6 +763,12 @@ describe("guard: events", () => {
     createGuard({ rateLimits: [{ limiter: limiter(), key: () => "all", scope: "global" }, { limiter: limiter() }] }).dispose();
   });
 
+  test("guard: a rate rule's key or skip that is not a function is refused when the guard is built, naming the rule (it failed every request closed)", () => {
+    const limiter = () => createFixedWindowLimiter({ limit: 10 });
+    assert.throws(() => createGuard({ rateLimits: [{ limiter: limiter(), key: 5 as never }] }), /^TypeError: Cannot create guard as "rateLimits\[0\]\.key" must be a function: current value is 5$/);
+    assert.throws(() => createGuard({ rateLimits: [{ limiter: limiter(), scope: "a" }, { limiter: limiter(), skip: "/healthz" as never }] }), /^TypeError: Cannot create guard as "rateLimits\[1\]\.skip" must be a function: current value is "\/healthz"$/);
+  });
+
   test("guard: bad options throw a RangeError naming the field", () => {
     assert.throws(() => createGuard({ concurrencyLimit: 0 }), /"concurrencyLimit" must be a positive integer or Infinity: current value is 0/);
     assert.throws(() => createGuard({ shedWaitMs: -5 }), /"shedWaitMs" must be a non-negative integer: current value is -5/);

@@ -5,13 +5,15 @@
 import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "../limits/rate_limiter.ts";
 import { _ADMIT, type _Admits, _decision, _emitFault, _emitRateDeny } from "../limits/_rate.ts";
-import { _keyResult } from "../_user_code.ts";
+import { _keyResult, _skipResult } from "../_user_code.ts";
+import { _UNMETERED } from "../limits/scopes.ts";
 
 /** Charges one request to one rule's limiter (already validated by a scoped limiter). */
 export function _oneRule(
   limiter: RateLimiter,
   scope: string,
   pick: ((request: Request, clientKey: string) => string) | undefined,
+  skip: ((request: Request, clientKey: string) => boolean) | undefined,
   sink: EventSink,
 ): (request: Request, key: string, now: number) => RateDecision {
   const failClosed = (error: unknown): RateDecision => {
@@ -30,6 +32,7 @@ export function _oneRule(
     let key = clientKey;
     let d: RateDecision;
     try {
+      if (skip !== undefined && _skipResult(skip(request, clientKey), "a rate rule's skip function")) return _UNMETERED;
       if (pick !== undefined) key = _keyResult(pick(request, clientKey), "a rate rule's key function");
       d = admit !== undefined ? admit(key, now) : limiter.peek(key, 1, now);
     } catch (error) {

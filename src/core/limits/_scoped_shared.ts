@@ -6,7 +6,7 @@ import type { Clock } from "../clock.ts";
 import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _checkCost } from "./_rate.ts";
-import { _keyResult } from "../_user_code.ts";
+import { _keyResult, _skipResult } from "../_user_code.ts";
 import { _SHARED, type _Member, type _SharedView, _sharedTake } from "./_shared_take.ts";
 
 /** One scope as scopes.ts holds it. */
@@ -14,6 +14,7 @@ export interface _ScopeEntry<C> {
   readonly name: string;
   readonly limiter: RateLimiter;
   readonly key: ((ctx: C) => string) | undefined;
+  readonly skip: ((ctx: C) => boolean) | undefined;
 }
 
 const _shared = (l: unknown): _SharedView | undefined =>
@@ -31,6 +32,7 @@ export function _sharedScopedTake<C, D>(
   refuse: (d: RateDecision, scope: _ScopeEntry<C>) => D,
   failClosed: (error: unknown, scope: _ScopeEntry<C>) => D,
   scoped: (d: RateDecision, scope: string) => D,
+  unmetered: D,
 ): (ctx: C, cost?: number, now?: number) => D | Promise<D> {
   const shared = list.map((s) => _shared(s.limiter));
   const sharedAt = list.flatMap((_, i) => (shared[i] === undefined ? [] : [i]));
@@ -42,10 +44,12 @@ export function _sharedScopedTake<C, D>(
       return failClosed(error, list[0]!);
     }
     if (cost !== 1) for (const s of list) _checkCost("take from scoped limiter", cost, s.limiter.limit);
-    const keys: string[] = new Array(list.length);
+    // A skipped scope's key stays undefined: neither asked nor charged.
+    const keys: (string | undefined)[] = new Array(list.length);
     for (let i = 0; i < list.length; i++) {
       const scope = list[i]!;
       try {
+        if (scope.skip !== undefined && _skipResult(scope.skip(ctx), "a scope's (a rateLimits rule's) skip function")) continue;
         keys[i] = scope.key === undefined ? scope.name : _keyResult(scope.key(ctx), "a scope's (a rateLimits rule's) key function");
       } catch (error) {
         return failClosed(error, scope);
@@ -59,14 +63,16 @@ export function _sharedScopedTake<C, D>(
       }
       if (!d.allowed) return refuse(d, scope);
     }
-    const members: _Member[] = sharedAt.map((i) => ({ limiter: shared[i]!, key: keys[i]! }));
-    const settle = (v: { d: RateDecision; at: number }): D => {
-      const at = sharedAt[v.at]!;
-      if (!v.d.allowed) return refuse(v.d, list[at]!);
-      let tightest = v.d;
+    const asked = sharedAt.filter((i) => keys[i] !== undefined);
+    const members: _Member[] = asked.map((i) => ({ limiter: shared[i]!, key: keys[i]! }));
+    // `v` undefined: every shared scope skipped the request (no store call).
+    const settle = (v: { d: RateDecision; at: number } | undefined): D => {
+      const at = v === undefined ? -1 : asked[v.at]!;
+      if (v !== undefined && !v.d.allowed) return refuse(v.d, list[at]!);
+      let tightest = v?.d;
       let tightestAt = at;
       for (let i = 0; i < list.length; i++) {
-        if (shared[i] !== undefined) continue;
+        if (shared[i] !== undefined || keys[i] === undefined) continue;
         let d: RateDecision;
         try {
           // Peeked again (a peek reports nothing): another request of this process may have
@@ -81,13 +87,14 @@ export function _sharedScopedTake<C, D>(
         // Unreachable with this module's limiters (nothing moves between peek and take); a
         // foreign limiter whose take disagrees with its peek reported its own denial.
         if (!d.allowed) return scoped(d, list[i]!.name);
-        if (d.remaining < tightest.remaining || (d.remaining === tightest.remaining && i < tightestAt)) {
+        if (tightest === undefined || d.remaining < tightest.remaining || (d.remaining === tightest.remaining && i < tightestAt)) {
           tightest = d;
           tightestAt = i;
         }
       }
-      return scoped(tightest, list[tightestAt]!.name);
+      return tightest === undefined ? unmetered : scoped(tightest, list[tightestAt]!.name);
     };
+    if (members.length === 0) return settle(undefined);
     const v = _sharedTake(members, cost, now, sink);
     return v instanceof Promise ? v.then(settle) : settle(v);
   };

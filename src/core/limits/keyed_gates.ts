@@ -27,6 +27,14 @@ export interface RateLimitRule {
    * @default the client key
    */
   key?: ((request: Request, clientKey: string) => string) | undefined;
+  /**
+   * The requests this rule does not meter: neither charged nor refused by it. For the
+   * orchestrator's health probes, which a budget shared with other clients could lock out (a
+   * kubelet probes from the node's address, which NAT'd clients often share: a probe refused
+   * 429 takes the pod out of service and gets it restarted). Must return a boolean; one that
+   * throws (or returns anything else) denies at this rule, as a throwing `key` does.
+   */
+  skip?: ((request: Request, clientKey: string) => boolean) | undefined;
 }
 
 /** Options of {@linkcode createKeyedGates}. */
@@ -74,7 +82,7 @@ export interface _KeyedParts {
   readonly inFlight: _InFlightLimiter | undefined;
   /**
    * The key and the budgets read nothing of the request (the built-in key without trusted
-   * proxies, no rule with its own `key`): gates 5 and 6 can run from the head (gate.ts).
+   * proxies, no rule with its own `key` or `skip`): gates 5 and 6 can run from the head (gate.ts).
    */
   readonly fromHead: boolean;
 }
@@ -109,14 +117,26 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink, clock?:
       `Cannot create guard as "rateLimits[${twice}].scope" must be distinct (give each rule its own scope or limiter name): current value is ${_show(names[twice])}`,
     );
   }
+  // The rules' own functions, checked here: wrapped for the scoped limiter, one that is not a
+  // function (a typo) would fail every request closed (429s and faults) instead of at startup.
+  rules.forEach((rule, i) => {
+    for (const field of ["key", "skip"] as const) {
+      const f = rule?.[field];
+      if (f !== undefined && typeof f !== "function") {
+        throw new TypeError(`Cannot create guard as "rateLimits[${i}].${field}" must be a function: current value is ${_show(f)}`);
+      }
+    }
+  });
   // Built for one rule too: it validates the rules, and `createKeyedGates` uses it.
   const scoped: ScopedLimiter<Ctx> | SharedScopedLimiter<Ctx> | undefined = rules.length === 0 ? undefined : createScopedLimiter<Ctx>({
     scopes: rules.map((rule, i) => {
       const pick = rule.key;
+      const skip = rule.skip;
       return {
         name: names[i]!,
         limiter: rule.limiter,
         key: pick === undefined ? (c: Ctx) => c.key : (c: Ctx) => pick(c.request, c.key),
+        skip: skip === undefined ? undefined : (c: Ctx) => skip(c.request, c.key),
       };
     }),
     onEvent: sink,
@@ -129,10 +149,10 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink, clock?:
   const rate = scoped === undefined
     ? undefined
     : one !== undefined
-    ? _oneRule(one.limiter as RateLimiter, scoped.scopes[0]!, one.key, sink)
+    ? _oneRule(one.limiter as RateLimiter, scoped.scopes[0]!, one.key, one.skip, sink)
     : (request: Request, key: string, now: number) => scoped.take({ request, key }, 1, now);
   const proxies = typeof options.clientKey === "object" ? options.clientKey.trustedProxies : undefined;
-  const fromHead = typeof options.clientKey !== "function" && (proxies === undefined || proxies.length === 0) && rules.every((rule) => rule.key === undefined);
+  const fromHead = typeof options.clientKey !== "function" && (proxies === undefined || proxies.length === 0) && rules.every((rule) => rule.key === undefined && rule.skip === undefined);
   return { keyOf, ownKey: key.ownKey, rate, rateLimitHeaders: options.rateLimitHeaders === true, inFlight, fromHead };
 }
 

@@ -3,7 +3,7 @@ import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _show } from "../_validate.ts";
 import { _checkCost, _decision, _emitFault, _emitRateDeny } from "./_rate.ts";
-import { _keyResult } from "../_user_code.ts";
+import { _keyResult, _skipResult } from "../_user_code.ts";
 import { _isShared, type SharedRateLimiter } from "./shared_limiter.ts";
 import { _sharedScopedTake } from "./_scoped_shared.ts";
 
@@ -23,6 +23,12 @@ export interface RateScope<C> {
    * @default () => name
    */
   key?: ((ctx: C) => string) | undefined;
+  /**
+   * The requests this scope does not meter: neither charged nor refused by it (e.g. the
+   * orchestrator's health probes, which a budget shared with other clients could lock out).
+   * Asked before the key; one that throws denies at this scope, as a throwing key function does.
+   */
+  skip?: ((ctx: C) => boolean) | undefined;
 }
 
 /** Options of {@linkcode createScopedLimiter}. */
@@ -43,7 +49,8 @@ export interface ScopedLimiterOptions<C> {
 export interface ScopedRateDecision extends RateDecision {
   /**
    * Denied: the coarsest scope that refused. Allowed: the scope with the least remaining
-   * (coarsest on a tie), whose figures the decision carries (for RateLimit headers).
+   * (coarsest on a tie), whose figures the decision carries (for RateLimit headers); `""`
+   * when every scope skipped the request (`remaining` and `limit` are then Infinity).
    */
   readonly scope: string;
 }
@@ -71,6 +78,13 @@ export interface SharedScopedLimiter<C> {
    * in one store call that charges them all or none, then charges the in-memory scopes.
    */
   take(ctx: C, cost?: number, now?: number): ScopedRateDecision | Promise<ScopedRateDecision>;
+}
+
+/** Every scope skipped the request: nothing metered it. */
+export const _UNMETERED: ScopedRateDecision = Object.freeze({ ..._decisionFields(_decision(true, 0, Infinity, Infinity, 0, 0, undefined)), scope: "" });
+
+function _decisionFields(d: RateDecision): RateDecision {
+  return { allowed: d.allowed, retryAfterMs: d.retryAfterMs, remaining: d.remaining, limit: d.limit, resetMs: d.resetMs, windowMs: d.windowMs, reason: d.reason };
 }
 
 function _scoped(d: RateDecision, scope: string): ScopedRateDecision {
@@ -143,10 +157,13 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): Scoped
     if (s.key !== undefined && typeof s.key !== "function") {
       throw new TypeError(`Cannot ${what} as the "key" of scope ${_show(s.name)} must be a function: current value is ${_show(s.key)}`);
     }
+    if (s.skip !== undefined && typeof s.skip !== "function") {
+      throw new TypeError(`Cannot ${what} as the "skip" of scope ${_show(s.name)} must be a function: current value is ${_show(s.skip)}`);
+    }
     names.add(s.name);
     limiters.add(s.limiter);
   }
-  const list = scopes.map((s) => ({ name: s.name, limiter: s.limiter as RateLimiter, key: s.key }));
+  const list = scopes.map((s) => ({ name: s.name, limiter: s.limiter as RateLimiter, key: s.key, skip: s.skip }));
   const clock = options.clock ?? list[0]!.limiter.clock;
   const sink = options.onEvent;
   const shared = scopes.filter((s) => _isShared(s.limiter)).map((s) => s.limiter as SharedRateLimiter);
@@ -177,7 +194,7 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): Scoped
   if (shared.length > 0) {
     return {
       scopes: Object.freeze(list.map((s) => s.name)),
-      take: _sharedScopedTake<C, ScopedRateDecision>(list, clock, sink, refuse, failClosed, _scoped),
+      take: _sharedScopedTake<C, ScopedRateDecision>(list, clock, sink, refuse, failClosed, _scoped, _UNMETERED),
     };
   }
 
@@ -192,11 +209,13 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): Scoped
       }
       // A cost no scope could ever pass is the caller's bug: thrown, never read as a fault.
       if (cost !== 1) for (const s of list) _checkCost("take from scoped limiter", cost, s.limiter.limit);
-      const keys: string[] = new Array(list.length);
+      // A skipped scope's key stays undefined: neither peeked nor charged.
+      const keys: (string | undefined)[] = new Array(list.length);
       for (let i = 0; i < list.length; i++) {
         const scope = list[i]!;
         let key: string;
         try {
+          if (scope.skip !== undefined && _skipResult(scope.skip(ctx), "a scope's (a rateLimits rule's) skip function")) continue;
           key = scope.key === undefined ? scope.name : _keyResult(scope.key(ctx), "a scope's (a rateLimits rule's) key function");
         } catch (error) {
           return failClosed(error, scope);
@@ -214,6 +233,7 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): Scoped
       let tightest: RateDecision | undefined;
       let tightestScope = "";
       for (let i = 0; i < list.length; i++) {
+        if (keys[i] === undefined) continue;
         let d: RateDecision;
         try {
           d = list[i]!.limiter.take(keys[i]!, cost, now);
@@ -228,7 +248,7 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): Scoped
           tightestScope = list[i]!.name;
         }
       }
-      return _scoped(tightest!, tightestScope);
+      return tightest === undefined ? _UNMETERED : _scoped(tightest, tightestScope);
     },
   };
 }

@@ -171,6 +171,83 @@ describe("scopes", () => {
     assert.equal(global.peek("global").remaining, 97);
   });
 
+  test("scopes: a scope's skip leaves the request unmetered there — neither peeked, charged nor refused — and the other scopes meter it", () => {
+    const clock = createManualClock();
+    const global = createFixedWindowLimiter({ limit: 1, windowMs: 1000, clock, name: "global" });
+    const client = createFixedWindowLimiter({ limit: 5, windowMs: 1000, clock, name: "ip" });
+    const keyed: string[] = [];
+    const scoped = createScopedLimiter<{ ip: string; probe: boolean }>({
+      scopes: [
+        { name: "global", limiter: global, skip: (c) => c.probe },
+        { name: "ip", limiter: client, key: (c) => (keyed.push(c.ip), c.ip) },
+      ],
+    });
+    assert.equal(scoped.take({ ip: "a", probe: false }).allowed, true);
+    assert.equal(scoped.take({ ip: "a", probe: false }).scope, "global", "the global budget of 1 is spent");
+    const probe = scoped.take({ ip: "a", probe: true });
+    assert.deepEqual([probe.allowed, probe.scope, probe.remaining], [true, "ip", 3], "skipped at global, charged at ip");
+    assert.equal(global.peek("global").remaining, 0);
+    // Every scope skipped: allowed, nothing metered, no key asked.
+    const none = createScopedLimiter<boolean>({ scopes: [{ name: "g", limiter: createFixedWindowLimiter({ limit: 1, clock }), skip: (probe) => probe }] });
+    none.take(false);
+    for (let i = 0; i < 3; i++) {
+      const d = none.take(true);
+      assert.deepEqual([d.allowed, d.scope, d.remaining, d.limit, d.retryAfterMs], [true, "", Infinity, Infinity, 0]);
+    }
+    assert.equal(none.take(false).allowed, false, "the budget it meters is still spent");
+    assert.deepEqual(keyed, ["a", "a"], "the refused one was refused at global before its key was asked");
+  });
+
+  test("scopes: a skip that throws or returns no boolean (a promise from an async function) denies at its scope with a fault, never skips", async () => {
+    const clock = createManualClock();
+    const events: HygieneEvent[] = [];
+    const global = createFixedWindowLimiter({ limit: 10, windowMs: 1000, clock });
+    const make = (skip: (c: number) => boolean) =>
+      createScopedLimiter<number>({ scopes: [{ name: "global", limiter: global, skip }], onEvent: (e) => events.push(e) });
+    for (const skip of [() => { throw new Error("broken"); }, (async () => true) as never, (() => 1) as never, (() => undefined) as never]) {
+      const d = make(skip).take(0);
+      assert.deepEqual([d.allowed, d.scope, d.reason], [false, "global", "limiter-error"]);
+    }
+    assert.equal(events.filter((e) => e.type === "fault").length, 4);
+    const faults = events.filter((e) => e.type === "fault") as { error: unknown }[];
+    assert.match(String(faults[1]!.error), /^TypeError: a scope's \(a rateLimits rule's\) skip function must return a boolean: it returned a promise \(an async function\?\)$/);
+    assert.match(String(faults[3]!.error), /it returned undefined$/);
+    assert.equal(global.peek("global").remaining, 9, "nothing charged (a peek reports as if charged)");
+  });
+
+  test("scopes: with shared scopes, a skipped shared scope is not asked of the store, and with every shared scope skipped there is no store call", async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const store = createRateStore(backend, { clock });
+    const local = createFixedWindowLimiter({ limit: 5, windowMs: 1000, clock });
+    const scoped = createScopedLimiter<{ ip: string; probe: boolean }>({
+      scopes: [
+        { name: "listener", limiter: local, key: () => "all" },
+        { name: "tenant", limiter: createFixedWindowLimiter({ name: "tenant", limit: 9, clock, store }), key: () => "t", skip: (c) => c.probe },
+        { name: "client", limiter: createFixedWindowLimiter({ name: "client", limit: 9, clock, store }), key: (c) => c.ip },
+      ],
+    });
+    const a = scoped.take({ ip: "1.1.1.1", probe: true });
+    assert.ok(a instanceof Promise);
+    assert.deepEqual(backend.calls[0]!.checks.map((c) => c.limiter), ["client"], "the skipped scope is not asked");
+    backend.calls[0]!.resolve([ALLOW(4)]);
+    assert.deepEqual(await a, { ...(await a), allowed: true, scope: "listener", remaining: 4 });
+    const onlyLocal = createScopedLimiter<boolean>({
+      scopes: [
+        { name: "listener", limiter: createFixedWindowLimiter({ limit: 2, windowMs: 1000, clock }), key: () => "all" },
+        { name: "client", limiter: createFixedWindowLimiter({ name: "c2", limit: 9, clock, store }), skip: (probe) => probe },
+      ],
+    });
+    const d = onlyLocal.take(true);
+    assert.ok(!(d instanceof Promise), "answered without the store");
+    assert.deepEqual([d.allowed, d.scope, d.remaining], [true, "listener", 1]);
+    const all = createScopedLimiter<boolean>({ scopes: [{ name: "c3", limiter: createFixedWindowLimiter({ name: "c3", limit: 1, clock, store }), skip: (probe) => probe }] });
+    const u = all.take(true);
+    assert.ok(!(u instanceof Promise));
+    assert.deepEqual([u.allowed, u.scope, u.remaining], [true, "", Infinity]);
+    assert.equal(backend.calls.length, 1, "one store call in all");
+  });
+
   test("scopes: configuration errors throw at creation", () => {
     const limiter = createFixedWindowLimiter();
     assert.throws(() => createScopedLimiter({ scopes: [] }), TypeError);
@@ -183,6 +260,7 @@ describe("scopes", () => {
       TypeError,
     );
     assert.throws(() => createScopedLimiter({ scopes: [{ name: "a", limiter, key: "x" as never }] }), TypeError);
+    assert.throws(() => createScopedLimiter({ scopes: [{ name: "a", limiter, skip: true as never }] }), /^TypeError: Cannot create scoped limiter as the "skip" of scope "a" must be a function: current value is true$/);
     const scoped = createScopedLimiter({ scopes: [{ name: "global", limiter }, { name: "ip", limiter: createFixedWindowLimiter() }] });
     assert.deepEqual(scoped.scopes, ["global", "ip"]);
   });

@@ -7,6 +7,7 @@ import { createManualClock } from "../../../src/testing/manual_clock.ts";
 import type { DenyEvent } from "../../../src/core/events.ts";
 import { createFixedWindowLimiter } from "../../../src/core/limits/fixed_window.ts";
 import { flushMicrotasks } from "../../support/flush.ts";
+import { _keyedParts } from "../../../src/core/limits/keyed_gates.ts";
 import { post } from "../../support/bodies.ts";
 
 const GET = (path: string) => new Request(`http://localhost:8000${path}`);
@@ -119,6 +120,26 @@ describe("guard: exempt paths", () => {
     assert.equal((await fetch(GET("/metrics"), info)).status, 200, "the third request in the window");
     assert.equal((await fetch(GET("/metrics"), info)).status, 429, "the fourth request in the window");
     guard.dispose();
+  });
+
+  test("exempt: a rate rule's skip leaves the health probes unmetered by it, the other rules and paths metered as before; gate 5 then needs the request (not run from Node's head)", async () => {
+    const health = (request: Request) => request.url.endsWith("/healthz");
+    const info = { peer: { address: "10.0.0.1", port: 1 } };
+    // One rule (asked directly) and two (the scoped limiter).
+    for (const two of [false, true]) {
+      const ip = createFixedWindowLimiter({ limit: 2, windowMs: 60_000, name: "ip" });
+      const global = createFixedWindowLimiter({ limit: 100, windowMs: 60_000, name: "global" });
+      const rateLimits = two ? [{ limiter: global, key: () => "all" }, { limiter: ip, skip: health }] : [{ limiter: ip, skip: health }];
+      const { guard } = setup({ exempt: PROBES, rateLimits });
+      const fetch = guard.wrap(() => new Response("ok"));
+      const statuses: number[] = [];
+      for (const path of ["/", "/metrics", "/", "/healthz", "/healthz", "/healthz", "/metrics"]) statuses.push((await fetch(GET(path), info)).status);
+      assert.deepEqual(statuses, [200, 200, 429, 200, 200, 200, 429]);
+      if (two) assert.equal(global.peek("all").remaining, 100 - 5 - 1, "the global rule metered all but the refused (a peek reports as if charged)");
+      guard.dispose();
+    }
+    assert.equal(_keyedParts({ rateLimits: [{ limiter: createFixedWindowLimiter(), skip: health }] }, () => {})!.fromHead, false);
+    assert.equal(_keyedParts({ rateLimits: [{ limiter: createFixedWindowLimiter() }] }, () => {})!.fromHead, true);
   });
 
   test("exempt: a predicate decides which requests are exempt", async () => {
