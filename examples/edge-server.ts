@@ -4,7 +4,7 @@
 // JSON lines; on SIGTERM (or Ctrl-C) it drains and logs the outcome, then exits with its code.
 import { createShedLogger, exitCodeFor, type ServeHandle, type ServeOptions } from "../src/mod.ts";
 import { createPrometheusExporter } from "../src/prometheus/mod.ts";
-import { createAuthLimiter, createEdgeApp, isProbe, PROBE_PATHS } from "./edge/app.ts";
+import { createAuthLimiter, createEdgeApp, isHealthProbe, isProbe, PROBE_PATHS } from "./edge/app.ts";
 import { ConfigError, configErrorFrom, readEdgeConfig, redactUrl } from "./edge/config.ts";
 import { edgeErrorHandler } from "./edge/errors.ts";
 import { createIpLimiter, StoreUnreachableError } from "./edge/shared_limit.ts";
@@ -79,10 +79,12 @@ const options: ServeOptions = {
   exempt: PROBE_PATHS,
   clientKey: { trustedProxies: config.trustedProxies },
   loadMonitor: config.loadMonitor,
-  // The probes are metered under a key of their own: a kubelet probes from the node's address,
-  // which NAT'd client traffic often shares, and a probe refused 429 once that address spent
-  // its budget marked the pod unready and got it restarted.
-  rateLimits: [{ limiter: ipLimiter, scope: "ip", key: (request, key) => (isProbe(request.url) ? `probe|${key}` : key) }],
+  // The health probes are not metered: a kubelet probes from the node's address, which NAT'd
+  // client traffic often shares, and a probe refused 429 once that address spent its budget
+  // marked the pod unready and got it restarted. A key of their own did not do: anyone on that
+  // address could spend it (a scraper of /metrics, a client fetching /healthz), and their answer
+  // costs no more than a 429's. /metrics (rendering costs) is metered under a key of its own.
+  rateLimits: [{ limiter: ipLimiter, scope: "ip", skip: (request) => isHealthProbe(request.url), key: (request, key) => (isProbe(request.url) ? `metrics|${key}` : key) }],
   log,
   onEvent: (event) => {
     exporter.onEvent(event);

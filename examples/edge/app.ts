@@ -10,12 +10,25 @@ import type { EdgeConfig } from "./config.ts";
  */
 export const PROBE_PATHS: readonly string[] = ["/healthz", "/readyz", "/metrics"];
 
-/** Whether a request URL's path (query ignored) is one of {@linkcode PROBE_PATHS}, without parsing the URL. */
-export function isProbe(url: string): boolean {
+/** The orchestrator's health probes: constant answers, never metered by the per-IP limit. */
+export const HEALTH_PATHS: readonly string[] = ["/healthz", "/readyz"];
+
+/** A request URL's path (query ignored), without parsing the URL. */
+function pathOf(url: string): string {
   const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start < 0) return false;
+  if (start < 0) return "";
   const query = url.indexOf("?", start);
-  return PROBE_PATHS.includes(query < 0 ? url.slice(start) : url.slice(start, query));
+  return query < 0 ? url.slice(start) : url.slice(start, query);
+}
+
+/** Whether a request URL's path is one of {@linkcode PROBE_PATHS}. */
+export function isProbe(url: string): boolean {
+  return PROBE_PATHS.includes(pathOf(url));
+}
+
+/** Whether a request URL's path is one of {@linkcode HEALTH_PATHS}. */
+export function isHealthProbe(url: string): boolean {
+  return HEALTH_PATHS.includes(pathOf(url));
 }
 
 export interface EdgeAppDeps {

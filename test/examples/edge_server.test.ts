@@ -136,7 +136,7 @@ describe(`examples: edge server (${runtime})`, () => {
     return { child, port: line };
   };
 
-  test(`edge server: a client that spent its budget from the probes' address does not make the probes fail: they are metered under their own key (${runtime})`, async () => {
+  test(`edge server: a client that spent its budget from the probes' address, or a flood of /metrics or /healthz from it, does not make the probes fail: they are not metered, /metrics is under a key of its own (${runtime})`, async () => {
     const { child, port: listened } = await listening({ HYGIENE_RATE_LIMIT: "3" });
     try {
       const port = await listened;
@@ -149,10 +149,15 @@ describe(`examples: edge server (${runtime})`, () => {
       for (let i = 0; i < 4; i++) spent.push(await status("/"));
       assert.deepEqual(spent, [200, 200, 200, 429]);
       assert.deepEqual([await status("/healthz"), await status("/readyz"), await status("/metrics?x=1")], [200, 200, 200]);
-      // Still metered: a probe flood is refused in its own budget.
+      // /metrics is metered in a budget of its own (the one above spent 1 of 3)...
+      const scrapes: number[] = [];
+      for (let i = 0; i < 3; i++) scrapes.push(await status("/metrics"));
+      assert.deepEqual(scrapes, [200, 200, 429]);
+      // ...and the health probes not at all: a flood of them from that address changes nothing.
       const probes: number[] = [];
-      for (let i = 0; i < 3; i++) probes.push(await status("/healthz"));
-      assert.deepEqual(probes, [429, 429, 429]);
+      for (let i = 0; i < 8; i++) probes.push(await status(i % 2 === 0 ? "/healthz" : "/readyz?x=1"));
+      assert.deepEqual(probes, [200, 200, 200, 200, 200, 200, 200, 200]);
+      assert.equal(await status("/"), 429, "the client's own budget is still spent");
       child.kill("SIGTERM");
       assert.equal(await child.exited, 0);
     } finally {
