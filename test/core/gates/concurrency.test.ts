@@ -50,6 +50,19 @@ describe("concurrency gate", () => {
     assert.equal(await waiting, undefined);
   });
 
+  test("concurrency gate: a permit is dated when the path goes on (after a wait at an earlier gate, not at arrival): the adaptive limit's sample is the latency from permit to settle", () => {
+    const clock = createManualClock(1000);
+    const samples: number[] = [];
+    const adaptive = { limit: 10, baselineMs: undefined, minLimit: 1, maxLimit: 10, sample: (ms: number) => void samples.push(ms), stalled() {} };
+    const gate = _concurrencyGate(_createConcurrencyLimit({ limit: adaptive, shedWaitMs: 100, clock }));
+    clock.advance(250); // it waited 250 ms for a later turn at the load gate
+    const admission = { startedAt: 1000, resumedAt: 1250, request: GET(), hold: () => {}, permit: undefined } as unknown as _Admission;
+    assert.equal(gate.admit(admission), undefined);
+    clock.advance(30); // its handler's time
+    (admission.permit as unknown as { complete(): void }).complete();
+    assert.deepEqual(samples, [30], "not 280");
+  });
+
   test("concurrency gate: at the limit a request waits for a permit instead of being refused", async () => {
     const { guard, clock, denials } = setup({ concurrencyLimit: 2 });
     const fetch = guard.wrap(takes(clock, 10));
