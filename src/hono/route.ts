@@ -215,16 +215,18 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
     // saw a charge made after the client was told to retry). Nobody reads this answer.
     if (context?.signal.aborted === true) return denyResponse(503);
     if (!decision.allowed) {
+      const reason = decision.reason ?? "over-limit";
       report?.({
         type: "deny",
         layer: "rate",
-        reason: decision.reason ?? "over-limit",
+        reason,
         status: 429,
         retryAfterMs: decision.retryAfterMs,
         scope,
         ...(limiter.name === undefined ? {} : { limiterClass: limiter.name }),
       });
-      return _kept(c, rateLimitedResponse(decision, { rateLimitHeaders: options.headers === true }));
+      // The fields only on an over-limit 429: a store that failed has no budget to tell.
+      return _kept(c, rateLimitedResponse(decision, { rateLimitHeaders: options.headers === true && reason === "over-limit" }));
     }
     await next();
   };

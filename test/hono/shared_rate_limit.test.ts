@@ -37,6 +37,26 @@ describe(`hono rateLimit over a shared store (${runtime})`, () => {
     assert.equal(checks, 1);
   });
 
+  test(`hono: rateLimit({ headers: true }) sends the RateLimit fields on an over-limit 429, not on one of a store that failed (${runtime})`, async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const limiter = createFixedWindowLimiter({ name: "auth", limit: 5, windowMs: 60_000, clock, store: createRateStore(backend, { clock }) });
+    const app = new Hono();
+    app.post("/login", rateLimit({ limiter, headers: true }), (c) => c.text("checked"));
+    const env = { peer: { address: "10.0.0.1" } };
+    const failed = app.request("/login", { method: "POST" }, env);
+    await flushMicrotasks();
+    backend.calls[0]!.reject(new Error("connection reset"));
+    const res = await failed;
+    assert.deepEqual([res.status, res.headers.get("ratelimit")], [429, null]);
+    const over = app.request("/login", { method: "POST" }, { peer: { address: "10.0.0.2" } });
+    await flushMicrotasks();
+    backend.calls[1]!.resolve([DENY(30_000)]);
+    const denied = await over;
+    assert.equal(denied.status, 429);
+    assert.match(denied.headers.get("ratelimit") ?? "", /^"default";r=0;t=\d+$/);
+  });
+
   test(`hono: behind a guard, a shared limiter's refusal is one deny event, the guard's, even when the limiter has the same sink (${runtime})`, async () => {
     const clock = createManualClock();
     const backend = createFakeBackend();

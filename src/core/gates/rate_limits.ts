@@ -29,9 +29,10 @@ export function _rateLimitGate(parts: _KeyedParts, sink: EventSink): Gate {
 
   function verdict(d: RateDecision): GateVerdict {
     if (d.allowed) return PASS;
-    // Without the RateLimit fields the guard's prebuilt 429 is the same answer.
+    // Without the RateLimit fields the guard's prebuilt 429 is the same answer; and the fields
+    // go only on an `over-limit` 429 (a failed key, skip or limiter has no budget to tell).
     const reason = d.reason ?? "over-limit";
-    return headers === undefined
+    return headers === undefined || reason !== "over-limit"
       ? { reason, status: 429, retryAfterMs: d.retryAfterMs, reported: true }
       : { reason, status: 429, reported: true, response: rateLimitedResponse(d, headers) };
   }

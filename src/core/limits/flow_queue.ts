@@ -204,7 +204,6 @@ export function createFlowQueue(options: FlowQueueOptions): FlowQueue {
         _emit(sinks, SHED);
         return Promise.reject(new FlowQueueFullError({ worker: lane.index, limit: share }));
       }
-      size++;
       return new Promise<T>((resolve, reject) => {
         const entry: _Task = { fn: task, resolve: resolve as (value: never) => void, reject, signal, onAbort: undefined };
         if (signal !== undefined) {
@@ -213,8 +212,10 @@ export function createFlowQueue(options: FlowQueueOptions): FlowQueue {
             size--;
             reject(signal.reason);
           };
+          // A signal whose listener cannot be added rejects the run here, before it is counted.
           signal.addEventListener("abort", entry.onAbort, { once: true });
         }
+        size++;
         lane.waiting.add(entry);
         next(lane);
       });

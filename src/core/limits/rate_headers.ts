@@ -34,7 +34,9 @@ function _whole(n: number): number {
 /**
  * The `RateLimit` field of a decision (remaining quota `r`, seconds to reset `t`), and
  * with `policy` the `RateLimit-Policy` field (quota `q`, window `w` in seconds). Returned as
- * a plain record, ready for `new Headers(...)` or `headers.set`.
+ * a plain record, ready for `new Headers(...)` or `headers.set`; empty for a decision no
+ * budget made (a scoped limiter's whose every scope skipped the request: its limit is
+ * Infinity), which has no quota to tell.
  *
  * @example
  * ```ts
@@ -47,6 +49,8 @@ function _whole(n: number): number {
  */
 export function rateLimitHeaders(decision: RateDecision, options: RateLimitHeadersOptions = {}): Record<string, string> {
   const id = _sfString(options.name ?? "default");
+  // No budget metered it: fields would advertise a quota of 2^31 - 1.
+  if (decision.limit === Infinity) return {};
   const fields: Record<string, string> = {
     RateLimit: `${id};r=${_whole(decision.remaining)};t=${_whole(Math.ceil(decision.resetMs / 1000))}`,
   };

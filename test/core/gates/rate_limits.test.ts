@@ -69,3 +69,28 @@ describe("gate 5 over a shared store", () => {
     assert.equal(denials[0]!.reason, "limiter-error");
   });
 });
+
+describe("gate 5: RateLimit fields", () => {
+  test("gate 5: with rateLimitHeaders, the fields go on an over-limit 429 only: not on a rule's failure (a key or skip that throws, a store that fails)", async () => {
+    const clock = createManualClock();
+    for (const rule of [{ key: () => { throw new Error("broken key"); } }, { skip: () => { throw new Error("broken skip"); } }, { skip: (() => Promise.resolve(true)) as never }]) {
+      const guard = createGuard({ clock, rateLimitHeaders: true, rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 1, windowMs: 60_000, clock }), ...rule }] });
+      const res = await guard.wrap(() => new Response("ok"))(...from("10.0.0.1"));
+      assert.deepEqual([res.status, res.headers.get("ratelimit"), res.headers.get("retry-after")], [429, null, "60"]);
+      guard.dispose();
+    }
+    const { clock: storeClock, fetch } = setup(true);
+    const failed = fetch(...from("10.0.0.1"));
+    await flushMicrotasks();
+    storeClock.advance(50);
+    const res = await failed;
+    assert.deepEqual([res.status, res.headers.get("ratelimit")], [429, null]);
+    // An over-limit 429 still has them.
+    const guard = createGuard({ clock, rateLimitHeaders: true, rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 1, windowMs: 60_000, clock }) }] });
+    const wrapped = guard.wrap(() => new Response("ok"));
+    await wrapped(...from("10.0.0.1"));
+    const over = await wrapped(...from("10.0.0.1"));
+    assert.deepEqual([over.status, over.headers.get("ratelimit")], [429, '"default";r=0;t=60']);
+    guard.dispose();
+  });
+});

@@ -219,6 +219,9 @@ describe("flow queue", () => {
       assert.throws(() => queue.run("k", () => 1, { signal: {} as never }), /^TypeError: Cannot run flow task as "signal" must be an AbortSignal: current value is \[object Object\]$/);
     }
     assert.throws(() => queue.run("k", () => 1, "x" as never), /^TypeError: Cannot run flow task as "options" must be an object/);
+    // One that looks like a signal but cannot be listened to rejects the run, uncounted.
+    const deaf = { aborted: false, addEventListener() { throw new Error("nope"); }, removeEventListener() {} } as unknown as AbortSignal;
+    await assert.rejects(queue.run("k", () => 1, { signal: deaf }), /nope/);
     assert.equal(queue.size, 0, "nothing held");
     // The worker still takes its whole share.
     const held = Array.from({ length: 4 }, (_, i) => queue.run("k", () => i));

@@ -52,6 +52,11 @@ describe("rate headers", () => {
     assert.equal(rateLimitedResponse({ ...denied, retryAfterMs: 0 }).headers.get("retry-after"), "1");
   });
 
+  test("rate headers: a decision no budget made (every scope skipped: limit Infinity) has no fields, not a quota of 2^31 - 1", () => {
+    const unmetered: RateDecision = { allowed: true, retryAfterMs: 0, remaining: Infinity, limit: Infinity, resetMs: 0, windowMs: 0, reason: undefined };
+    assert.deepEqual(rateLimitHeaders(unmetered, { policy: true }), {});
+  });
+
   test("rate headers: the 429 carries the RateLimit fields when asked", async () => {
     const response = rateLimitedResponse(denied, { rateLimitHeaders: { policy: true } });
     assert.equal(response.headers.get("ratelimit"), '"default";r=0;t=30');
