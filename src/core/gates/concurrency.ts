@@ -32,15 +32,13 @@ export function _concurrencyGate(concurrency: _ConcurrencyLimit): Gate {
     processWide: true,
     fromHead: true,
     admit(a: _Admission) {
-      // Dated when the path goes on (after a wait at an earlier gate, the load gate's later
-      // turn, not at arrival): the adaptive limit's sample is the latency from permit to settle
-      // (counted from arrival, Node's asynchronous storm read its turn waits as handler time).
-      const permit = concurrency.tryAcquire(a.resumedAt);
+      // Dated at arrival, a wait at the load gate included (AdaptiveLimit.sample says why).
+      const permit = concurrency.tryAcquire(a.startedAt);
       if (permit.ok || concurrency.shedWaitMs === 0) return verdict(a, permit);
       return new Promise<GateVerdict>((resolve) => {
         // The adapter's own event for the client leaving where it has one: on node the request's
         // signal would cost every waiting request an AbortController.
-        const now = concurrency._acquireFor({ a, resolve }, waited, a.info?.clientLeft ?? a.request.signal, a.resumedAt);
+        const now = concurrency._acquireFor({ a, resolve }, waited, a.info?.clientLeft ?? a.request.signal, a.startedAt);
         if (now !== undefined) resolve(verdict(a, now));
       });
     },

@@ -50,7 +50,7 @@ describe("concurrency gate", () => {
     assert.equal(await waiting, undefined);
   });
 
-  test("concurrency gate: a permit is dated when the path goes on (after a wait at an earlier gate, not at arrival): the adaptive limit's sample is the latency from permit to settle", () => {
+  test("concurrency gate: a permit is dated at the request's arrival: the adaptive limit's sample includes a wait at an earlier gate (the load gate's later turn: queueing in this process too)", () => {
     const clock = createManualClock(1000);
     const samples: number[] = [];
     const adaptive = { limit: 10, baselineMs: undefined, minLimit: 1, maxLimit: 10, sample: (ms: number) => void samples.push(ms), stalled() {} };
@@ -60,7 +60,8 @@ describe("concurrency gate", () => {
     assert.equal(gate.admit(admission), undefined);
     clock.advance(30); // its handler's time
     (admission.permit as unknown as { complete(): void }).complete();
-    assert.deepEqual(samples, [30], "not 280");
+    // Dated when its path went on (30), Node's I/O-bound storm lost 2-3 % of its goodput.
+    assert.deepEqual(samples, [280]);
   });
 
   test("concurrency gate: at the limit a request waits for a permit instead of being refused", async () => {
