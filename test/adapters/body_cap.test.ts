@@ -148,6 +148,26 @@ describe(`body cap over HTTP (${runtime})`, () => {
     }
   });
 
+  test(`body cap: a body the handler streams back (an echo) past the cap cuts its answer off and is still reported once as a body over-cap refusal (${runtime})`, TIMEOUT, async () => {
+    const denials: string[] = [];
+    const echo = await serveHere((request) => new Response(request.body), { bodyLimitBytes: CAP, onDeny: (e) => void denials.push(`${e.layer}/${e.reason}/${e.status}`) });
+    const sock = await openSock(echo.address.port);
+    try {
+      sock.write(head("/echo", "Transfer-Encoding: chunked\r\n"));
+      sock.write(chunk("a".repeat(600)));
+      await new Promise((resolve) => setTimeout(resolve, 50)); // the handler answers on the first bytes
+      for (let i = 0; i < 4; i++) sock.write(chunk("b".repeat(600)));
+      sock.write("0\r\n\r\n");
+      await within(sock.closed, "the server ending the cut-off answer");
+      const received = sock.received().toString("latin1");
+      assert.ok(!received.includes("b".repeat(600)), "nothing past the cap was echoed");
+      assert.deepEqual(denials, ["body/over-cap/413"]);
+    } finally {
+      sock.destroy();
+      await echo.shutdown();
+    }
+  });
+
   test(`body cap: two POSTs with small unread bodies share one connection (${runtime})`, TIMEOUT, async () => {
     const sock = await openSock(handle.address.port);
     try {

@@ -9,6 +9,10 @@ import { _capFor, closesOnUnreadBody, type RouteBodyLimit, UNREAD_BODY_KEEP_BYTE
 import type { _Admission } from "../request/admission.ts";
 import type { _BodyWaits } from "../request/_body_waits.ts";
 import { type Gate, type GateRefusal, PASS } from "./gate.ts";
+import type { DenyEvent } from "../events.ts";
+
+/** The deny event of a body past its cap once the handler has answered (see `onOverflow`). */
+const OVER_CAP_LATE: DenyEvent = Object.freeze({ type: "deny", layer: "body", reason: "over-cap", status: 413 });
 
 // Its layer is framing's: what is wrong is the request's form, not its size.
 const MALFORMED_TARGET: GateRefusal = Object.freeze({ layer: "framing", reason: "malformed-target", status: 400, close: true });
@@ -46,7 +50,13 @@ export function _bodyCapGate(service: number | undefined, routes: readonly Route
       const limited = limitBody(body, {
         limit: () => a.bodyLimit,
         declared,
-        onOverflow: () => (a.overflowed = true),
+        onOverflow: () => {
+          a.overflowed = true;
+          // Past the cap after the handler answered (an echo streaming the body back): its head
+          // is sent and the answer is cut off, not turned into a 413 — but the refusal is still
+          // reported (it was not: a review saw the over-cap echo counted as a plain 200).
+          if (a.settled) a.report(OVER_CAP_LATE);
+        },
         onEnd: () => {
           a.bodyEnded = true;
           read?.arrived();
