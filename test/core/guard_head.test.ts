@@ -10,7 +10,7 @@ import { _refusalResponse } from "../../src/core/gates/refuse.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { flushMicrotasks } from "../support/flush.ts";
 import { createTurnClock } from "../support/turn_clock.ts";
-import type { RateLimiter } from "../../src/core/limits/rate_limiter.ts";
+import { timeSpyLimiter } from "../support/time_spy_limiter.ts";
 
 const PEER = { address: "192.0.2.7", port: 40000 };
 // What the Node adapter tells the guard of a request without a body.
@@ -136,16 +136,7 @@ describe("guard: the head path (Node, no body)", () => {
 
   test("a request that waited for a later turn (the load gate) meets its rate limit at the time it goes on, not at its arrival", async () => {
     const clock = createTurnClock();
-    const real = createFixedWindowLimiter({ limit: 100, windowMs: 1000, clock });
-    const asked: number[] = [];
-    // A limiter of the user's own (peeked at, then charged), asked the time of each charge.
-    const limiter = {
-      name: "spy",
-      limit: real.limit,
-      windowMs: real.windowMs,
-      peek: (key: string, cost?: number, now?: number) => real.peek(key, cost, now),
-      take: (key: string, cost?: number, now?: number) => (asked.push(now!), real.take(key, cost, now)),
-    } as RateLimiter;
+    const { limiter, asked } = timeSpyLimiter(clock);
     const loadMonitor = { maxBatchMs: 20, minAdmitShare: 1, highWatermarkMs: 600_000 };
     const guard = createGuard({ clock, loadMonitor, concurrencyLimit: 64, rateLimits: [{ limiter }] });
     const head = (_guardedFetch(guard, () => ((clock.t += 30), new Response("ok"))) as _ServingFetch)[_HEAD] as _HeadFetch;

@@ -9,8 +9,7 @@ import type { Clock } from "../../../src/core/clock.ts";
 import { HELD_BATCH_MS, REFUSAL_HOLD_MS } from "../../../src/core/gates/load.ts";
 import { createHost } from "../../../src/core/host/create_host.ts";
 import type { Host } from "../../../src/core/host/host.ts";
-import { createFixedWindowLimiter } from "../../../src/core/limits/fixed_window.ts";
-import type { RateLimiter } from "../../../src/core/limits/rate_limiter.ts";
+import { timeSpyLimiter } from "../../support/time_spy_limiter.ts";
 
 // The load gate's later turns, driven by hand: a handler "burns" by moving the clock, the
 // batch bound is 20 ms, and the share and the stall check are out of reach, so what puts a
@@ -53,16 +52,7 @@ describe("load gate: later turns", () => {
 
   test("load gate: a request that waited for a later turn meets its rate limit at the time it goes on, not at its arrival", async () => {
     const clock = createTurnClock();
-    const real = createFixedWindowLimiter({ limit: 100, windowMs: 1000, clock });
-    const asked: number[] = [];
-    // A limiter of the user's own (peeked at, then charged), asked the time of each charge.
-    const limiter = {
-      name: "spy",
-      limit: real.limit,
-      windowMs: real.windowMs,
-      peek: (key: string, cost?: number, now?: number) => real.peek(key, cost, now),
-      take: (key: string, cost?: number, now?: number) => (asked.push(now!), real.take(key, cost, now)),
-    } as RateLimiter;
+    const { limiter, asked } = timeSpyLimiter(clock);
     const { guard, handled, get } = setup(clock, { rateLimits: [{ limiter }], clientKey: () => "one" });
     const arrived = clock.t;
     const first = get("/1"); // starts the probe: admitted
