@@ -150,7 +150,9 @@ describe(`body cap over HTTP (${runtime})`, () => {
 
   test(`body cap: a body the handler streams back (an echo) past the cap cuts its answer off and is still reported once as a body over-cap refusal (${runtime})`, TIMEOUT, async () => {
     const denials: string[] = [];
-    const echo = await serveHere((request) => new Response(request.body), { bodyLimitBytes: CAP, onDeny: (e) => void denials.push(`${e.layer}/${e.reason}/${e.status}`) });
+    const errors: string[] = [];
+    const log = (line: { level: string; msg: string }) => void (line.level === "error" && errors.push(line.msg));
+    const echo = await serveHere((request) => new Response(request.body), { bodyLimitBytes: CAP, log, onDeny: (e) => void denials.push(`${e.layer}/${e.reason}/${e.status}`) });
     const sock = await openSock(echo.address.port);
     try {
       sock.write(head("/echo", "Transfer-Encoding: chunked\r\n"));
@@ -162,6 +164,7 @@ describe(`body cap over HTTP (${runtime})`, () => {
       const received = sock.received().toString("latin1");
       assert.ok(!received.includes("b".repeat(600)), "nothing past the cap was echoed");
       assert.deepEqual(denials, ["body/over-cap/413"]);
+      assert.deepEqual(errors, [], "the client's doing, not a handler failure: nothing logged at error level");
     } finally {
       sock.destroy();
       await echo.shutdown();

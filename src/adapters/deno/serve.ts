@@ -4,6 +4,7 @@ import {
   dropsConnection,
   fallbackResponse,
   type GuardedHandler,
+  isBodyTooLargeError,
   type Listen,
   type Logger,
   peerAddress,
@@ -123,8 +124,10 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | un
       },
       onError(error) {
         // The head already went out: the connection is dropped (or, a forced drain cut the
-        // stream: the drain logged that once, not once a stream).
-        if (error === _DROP || _isDrainAbort(error)) return new Response(null, { status: 500 });
+        // stream: the drain logged that once, not once a stream; or an answer streaming the
+        // request body back passed its cap: the client's doing, reported as a refusal — logged
+        // as "guarded handler failed", any client could write an error line a request).
+        if (error === _DROP || _isDrainAbort(error) || isBodyTooLargeError(error)) return new Response(null, { status: 500 });
         return fallbackResponse(error, options.log);
       },
     });

@@ -52,9 +52,9 @@ export function _bodyCapGate(service: number | undefined, routes: readonly Route
         declared,
         onOverflow: () => {
           a.overflowed = true;
-          // Past the cap after the handler answered (an echo streaming the body back): its head
-          // is sent and the answer is cut off, not turned into a 413 — but the refusal is still
-          // reported (it was not: a review saw the over-cap echo counted as a plain 200).
+          // Past the cap after the handler answered (an echo streaming the body back, cut off; a
+          // read it left running): the answer is not turned into a 413, but the body passed its
+          // cap and is reported so (it was not: a review saw the over-cap echo counted as a plain 200).
           if (a.settled) a.report(OVER_CAP_LATE);
         },
         onEnd: () => {
