@@ -137,7 +137,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
     memory === undefined ? undefined : _memoryGate(memory), //                2 memory ceiling
     loadGate, //                                                              3 load monitor
     _framingGate(), //                                                        4 framing
-    keyed?.rate === undefined ? undefined : _rateLimitGate(keyed, sink), //   5 keyed rate limits
+    keyed?.rate === undefined ? undefined : _rateLimitGate(keyed, sink, clock), //   5 keyed rate limits
     keyed?.inFlight === undefined ? undefined : _keyInFlightGate(keyed, sink), // 6 per-key in-flight
     _concurrencyGate(concurrency), //                                         7 concurrency limit
     _bodyCapGate(config.bodyLimitBytes, config.routeBodyLimits, timed, bodyWaits), // 8 body cap
@@ -171,8 +171,6 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   // after its drain: tests, an in-process restart). Counted, not timed: a coarse or manual
   // clock reads a later request's start as the drain's instant.
   const forced = (a: _Admission) => a.drainsAtStart !== admissionHost.forcedDrains;
-  // A gate's wait passed: the gates from here on run now.
-  const resume = (a: _Admission) => void (a.resumedAt = clock.now());
   // Runs the gates from `i` on: synchronously until one answers with a promise (a shed wait),
   // then on from there once it settles. The first refusal ends the request, answered at once.
   // A gate that throws (a runtime's Request it cannot copy) lets go of what the request holds
@@ -197,7 +195,7 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
   // wait was (a shared store's answer, a slot), no handler starts after the drain.
   const waited = (handler: _InfoHandler, a: _Admission, list: readonly Gate[], i: number, v: Promise<GateVerdict>, withInfo: boolean): Promise<Response> => {
     const gate = list[i]!;
-    const later = v.then((r: GateVerdict) => (forced(a) ? denied(a, gate, _FORCED) : r === undefined ? (resume(a), pass(handler, a, list, i + 1, withInfo)) : denied(a, gate, r)));
+    const later = v.then((r: GateVerdict) => (forced(a) ? denied(a, gate, _FORCED) : r === undefined ? ((a.waited = true), pass(handler, a, list, i + 1, withInfo)) : denied(a, gate, r)));
     // A refusal after the wait is delivered like any other asynchronous answer.
     const delivery = a.delivery;
     return delivery === undefined ? later : later.then((res) => (res === undefined ? res : void delivery.deliver(res, a.info, false)) as never);
@@ -219,7 +217,6 @@ export function createGuard(options?: GuardOptions, host?: Host): Guard {
       pass: (a, list, i) => pass(handler, a, list, i, withInfo),
       reportDeny,
       forced,
-      resume,
     };
     guarded[_HEAD] = (info, translate, answer) => {
       // Which gates apply to an exempt request is a question about the request, and so are

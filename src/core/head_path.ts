@@ -20,8 +20,6 @@ export interface _HeadSteps {
   reportDeny(layer: DenyLayer, r: GateRefusal): void;
   /** A forced drain came since `a` started: still waiting at a gate, it goes no further. */
   forced(a: _Admission): boolean;
-  /** A gate's wait passed: the gates from here on run now (`a.resumedAt`). */
-  resume(a: _Admission): void;
 }
 
 /**
@@ -43,7 +41,7 @@ export function _passHead(steps: _HeadSteps, a: _Admission, list: readonly Gate[
       void (v as PromiseLike<GateVerdict>).then((r) => {
         let refused: _HeadAnswer | undefined;
         try {
-          refused = steps.forced(a) ? _refuseHead(steps, a, gate, _FORCED, translate) : r === undefined ? (steps.resume(a), _passHead(steps, a, list, translate, answer, i + 1)) : _refuseHead(steps, a, gate, r, translate);
+          refused = steps.forced(a) ? _refuseHead(steps, a, gate, _FORCED, translate) : r === undefined ? ((a.waited = true), _passHead(steps, a, list, translate, answer, i + 1)) : _refuseHead(steps, a, gate, r, translate);
         } catch (error) {
           // Outside the adapter's translation (which answers its own failures): a 500, logged there.
           a.release();

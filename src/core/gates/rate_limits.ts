@@ -2,6 +2,7 @@
 // fine (a single rule asks its limiter directly). The rate limits report their own refusals
 // (the deny event names the scope and the limiter's class); the guard sends the answer built
 // here (429 + Retry-After, RateLimit fields).
+import type { Clock } from "../clock.ts";
 import type { EventSink } from "../events.ts";
 import type { _KeyedParts } from "../limits/keyed_gates.ts";
 import type { RateDecision } from "../limits/rate_limiter.ts";
@@ -11,7 +12,7 @@ import { type Gate, type GateVerdict, PASS } from "./gate.ts";
 import { _keyFor } from "./_client_key.ts";
 
 /** The rate-limit gate over the keyed parts (their `rate` must be set). */
-export function _rateLimitGate(parts: _KeyedParts, sink: EventSink): Gate {
+export function _rateLimitGate(parts: _KeyedParts, sink: EventSink, clock: Clock): Gate {
   const take = parts.rate!;
   const headers = parts.rateLimitHeaders ? { rateLimitHeaders: true } : undefined;
   return {
@@ -21,7 +22,7 @@ export function _rateLimitGate(parts: _KeyedParts, sink: EventSink): Gate {
     admit(a: _Admission) {
       const failed = _keyFor(a, parts, sink);
       if (failed !== undefined) return failed;
-      const d = take(a.request, a.key!, a.resumedAt);
+      const d = take(a.request, a.key!, a.waited ? clock.now() : a.startedAt);
       // A shared store's answer comes later (within its timeout); other requests go on meanwhile.
       return d instanceof Promise ? d.then(verdict) : verdict(d);
     },

@@ -43,11 +43,11 @@ export class _Admission {
   readonly info: ServeInfo | undefined;
   readonly startedAt: number;
   /**
-   * When the gates from here on run: the start, or the end of the last wait at a gate (a later
-   * turn, a shared store's answer). A rate limit charges and dates its denial then: dated from
-   * the start, a request that waited at the load gate was told a `Retry-After` as much too short.
+   * A gate made it wait (a later turn, a shared store's answer): the gates after it run later
+   * than `startedAt`. A rate limit then reads the clock to charge it and date its denial: dated
+   * from the start, a request that waited at the load gate was told a `Retry-After` as much too short.
    */
-  resumedAt: number;
+  waited = false;
   /** The client key, once a keyed gate (or a read of `context.key`) computed it. */
   key: string | undefined = undefined;
   /** The guard's key function failed for this request (reported once). */
@@ -118,7 +118,6 @@ export class _Admission {
     this.forward = request;
     this.info = info;
     this.startedAt = startedAt;
-    this.resumedAt = startedAt;
     this.timeoutMs = timeoutMs;
     this.drainsAtStart = host.forcedDrains;
   }

@@ -56,7 +56,7 @@ describe("concurrency gate", () => {
     const adaptive = { limit: 10, baselineMs: undefined, minLimit: 1, maxLimit: 10, sample: (ms: number) => void samples.push(ms), stalled() {} };
     const gate = _concurrencyGate(_createConcurrencyLimit({ limit: adaptive, shedWaitMs: 100, clock }));
     clock.advance(250); // it waited 250 ms for a later turn at the load gate
-    const admission = { startedAt: 1000, resumedAt: 1250, request: GET(), hold: () => {}, permit: undefined } as unknown as _Admission;
+    const admission = { startedAt: 1000, waited: true, request: GET(), hold: () => {}, permit: undefined } as unknown as _Admission;
     assert.equal(gate.admit(admission), undefined);
     clock.advance(30); // its handler's time
     (admission.permit as unknown as { complete(): void }).complete();
