@@ -1171,7 +1171,7 @@ describe("guard: keyed gates", () => {
     assert.deepEqual(denials, []);
   });
 
-  test("guard: with inFlightPerKey.shedWaitMs a request still waiting when the wait ends is refused 429; one whose client left is dropped at once", async () => {
+  test("guard: with inFlightPerKey.shedWaitMs a request still waiting when the wait ends is refused 429; one whose client left is dropped at once and reported (peer/aborted)", async () => {
     const clock = createManualClock();
     const denials: DenyEvent[] = [];
     const guard = createGuard({ clock, inFlightPerKey: { perKey: 1, shedWaitMs: 100 }, onDeny: (e) => denials.push(e) });
@@ -1206,7 +1206,7 @@ describe("guard: keyed gates", () => {
     gate.resolve();
     assert.equal((await first).status, 200);
     assert.equal(guard.inFlightPerKey!.inFlight("10.0.0.1"), 0);
-    assert.deepEqual(denials.map((d) => [d.layer, d.reason, d.status]), [["peer", "peer-busy", 429]]);
+    assert.deepEqual(denials.map((d) => [d.layer, d.reason, d.status]), [["peer", "aborted", 503], ["peer", "peer-busy", 429]]);
   });
 
   test("guard: a flood from 4,096+ distinct /64s of one /48 does not lock out clients of other networks, and is itself limited", async () => {

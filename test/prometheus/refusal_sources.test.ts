@@ -450,6 +450,7 @@ describe(`refusal sources: every refusal reaches onDeny and the exporter (${runt
     "peer:busy": "the per-key table full of keys with work in flight (test/core/limits)",
     "peer:limiter-error": "the in-flight limiter's own state broken (test/core/limits)",
     "concurrency:aborted": "the client left during a shed wait (test/core/guard.test.ts)",
+    "peer:aborted": "the client left while waiting for its key's slot (test/core/guard.test.ts)",
     "flow:queue-full": "a flow queue worker over its share of the capacity (test/core/limits/flow_queue.test.ts)",
     "load:batch": "one loop turn admitting for longer than maxBatchMs (test/core/gates/load.test.ts)",
     "load:aborted": "the client left while waiting for a later turn (test/core/gates/load_wait.test.ts)",

@@ -18,9 +18,11 @@ export function _keyInFlightGate(parts: _KeyedParts, sink: EventSink): Gate {
       a.hold(s);
       return PASS;
     }
-    // "aborted": the client left while waiting; there is nobody to answer, and nothing to report.
+    // "aborted": the client left while waiting; nobody receives the answer, but the guard
+    // reports it (the limiter does not: a review found such requests had no event at all), as
+    // the admission queue's. A forced drain's end of the wait is reported as the drain's (guard.ts).
     return s.reason === "aborted"
-      ? { reason: s.reason, status: 503, reported: true }
+      ? { reason: s.reason, status: 503 }
       : { reason: s.reason, status: s.status, retryAfterMs: s.retryAfterMs, reported: true };
   };
   return {
