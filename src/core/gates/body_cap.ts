@@ -22,6 +22,9 @@ const MALFORMED_TARGET: GateRefusal = Object.freeze({ layer: "framing", reason: 
  * `waits`: a request whose counted body is read slowly gives up its permit's place (_body_waits.ts).
  */
 export function _bodyCapGate(service: number | undefined, routes: readonly RouteBodyLimit[], timed: boolean, waits?: _BodyWaits): Gate {
+  // A request without a body is not looked up (it cannot pass a cap); a route that raises its
+  // cap all the same (Hono's bodyLimit() on an empty POST) has it looked up then.
+  const routeCap = routes.length === 0 ? undefined : (request: Request) => _capFor(request, service, routes);
   return {
     layer: "body",
     processWide: false,
@@ -29,7 +32,11 @@ export function _bodyCapGate(service: number | undefined, routes: readonly Route
     admit(a: _Admission) {
       const declared = a.declared;
       const body = a.body === undefined ? (a.body = a.request.body) : a.body;
-      const cap = declared === undefined && body === null ? service : _capFor(a.request, service, routes);
+      if (declared === undefined && body === null) {
+        a.setCapBefore(service, routeCap);
+        return PASS;
+      }
+      const cap = _capFor(a.request, service, routes);
       a.setCapBefore(cap);
       if (declared?.kind === "length" && cap !== undefined && declared.bytes > cap) {
         body?.cancel().catch(() => {});

@@ -105,6 +105,8 @@ export class _Admission {
   #bodyLimit: number | undefined = undefined;
   /** The cap applied before the handler ran: the handler may lower it, never raise it. */
   #bodyLimitBefore: number | undefined = undefined;
+  /** A request without a body: its route's cap, looked up only if the handler raises it (body_cap.ts). */
+  #routeCap: ((request: Request) => number | undefined) | undefined = undefined;
   #cleanups: CleanupRegistry | undefined = undefined;
   #deadline: TimerHandle | undefined = undefined;
   #controller: AbortController | undefined = undefined;
@@ -155,10 +157,14 @@ export class _Admission {
     if (first !== undefined) _give(first, completed);
   }
 
-  /** The body cap gate's verdict: the cap that applies before the handler runs. */
-  setCapBefore(cap: number | undefined): void {
+  /**
+   * The body cap gate's verdict: the cap that applies before the handler runs. `routeCap`: the
+   * request has no body, and `cap` is the service's, its route not looked up.
+   */
+  setCapBefore(cap: number | undefined, routeCap?: (request: Request) => number | undefined): void {
     this.#bodyLimit = cap;
     this.#bodyLimitBefore = cap;
+    this.#routeCap = routeCap;
   }
 
   get bodyLimit(): number | undefined {
@@ -169,6 +175,11 @@ export class _Admission {
   setBodyLimit(bytes: number | undefined): void {
     const what = "set the body cap";
     if (bytes !== undefined) _positiveIntOrInfinity(what, "bodyLimitBytes", bytes);
+    if (this.#routeCap !== undefined && (bytes ?? Infinity) > (this.#bodyLimitBefore ?? Infinity)) {
+      // A raise for a request without a body: allowed up to its route's declared cap, as with one.
+      this.#bodyLimitBefore = this.#routeCap(this.request);
+      this.#routeCap = undefined;
+    }
     const before = this.#bodyLimitBefore ?? Infinity;
     if ((bytes ?? Infinity) > before) {
       throw new RangeError(
