@@ -78,7 +78,12 @@ describe("config", () => {
       [[{ path: "/a", method: "", bytes: 10 }], /"routeBodyLimits\[0\].method" must be a method name: current value is ""/, TypeError],
       [[{ path: "/a", bytes: 10 }, { path: "/b", bytes: NaN }], /"routeBodyLimits\[1\].bytes" must be a positive integer or Infinity: current value is NaN/, RangeError],
       [[{ path: "/a", bytes: -1 }], /"routeBodyLimits\[0\].bytes" must be a positive integer or Infinity: current value is -1/, RangeError],
+      // A router's pattern matched no request, its cap applied to none (a review).
+      [[{ path: "/users/:id/avatar", bytes: 10 }], /"routeBodyLimits\[0\].path" must be a literal path, exact or a prefix ending in "\*" \(no ":param" segment, no "\*" before the end\): current value is "\/users\/:id\/avatar"/, TypeError],
+      [[{ path: "/api/*/note", bytes: 10 }], /"routeBodyLimits\[0\].path" must be a literal path/, TypeError],
     ];
+    // A literal ":" inside a segment, and a prefix, are paths.
+    assert.equal(resolveConfig({ routeBodyLimits: [{ path: "/a:b", bytes: 1 }, { path: "/files/*", bytes: 2 }] }).routeBodyLimits.length, 2);
     for (const [routeBodyLimits, message, type] of bad) {
       assert.throws(() => resolveConfig({ routeBodyLimits } as never), (error: unknown) => error instanceof type && message.test((error as Error).message));
     }

@@ -57,6 +57,11 @@ export function _resolveRouteBodyLimits(what: string, value: unknown): readonly 
     if (typeof path !== "string" || !path.startsWith("/")) {
       throw new TypeError(`Cannot ${what} as "${field}.path" must be a path starting with "/": current value is ${_show(path)}`);
     }
+    // Matched literally: a router's pattern (Hono's "/users/:id", "/api/*/note") matched no
+    // request, and its cap silently applied to none (a review).
+    if (path.includes("/:") || path.slice(0, -1).includes("*")) {
+      throw new TypeError(`Cannot ${what} as "${field}.path" must be a literal path, exact or a prefix ending in "*" (no ":param" segment, no "*" before the end): current value is ${_show(path)}`);
+    }
     if (method !== undefined && (typeof method !== "string" || method === "")) {
       throw new TypeError(`Cannot ${what} as "${field}.method" must be a method name: current value is ${_show(method)}`);
     }
