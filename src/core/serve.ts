@@ -9,7 +9,7 @@ import { validateLifecycle } from "./lifecycle/lifecycle_config.ts";
 import { createHealth, type Health } from "./lifecycle/readiness.ts";
 import type { Server, ServerAddress } from "./host/server.ts";
 import { createShutdownController, type ShutdownController } from "./lifecycle/shutdown_controller.ts";
-import { _options, _show } from "./_validate.ts";
+import { _given, _options, _show } from "./_validate.ts";
 import { _safeLogger, _settleQuietly } from "./_user_code.ts";
 
 /** Options of an adapter's `serve(handler, options)`: where to listen, the guard, the lifecycle. */
@@ -128,6 +128,17 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
   if (reusePort !== undefined && typeof reusePort !== "boolean") {
     throw new TypeError(`Cannot serve as "reusePort" must be a boolean: current value is ${_show(reusePort)}`);
   }
+  // Checked here, not left to the runtime: node:http took a string that is no number ("abc") as
+  // a Unix socket's path, and an empty hostname on Node and Bun listened on every interface (a
+  // review: HOST set empty in the environment).
+  const port = _given(o.port, 8000);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new RangeError(`Cannot serve as "port" must be an integer from 0 to 65535: current value is ${_show(o.port)}`);
+  }
+  const hostname = _given(o.hostname, "127.0.0.1");
+  if (typeof hostname !== "string" || hostname === "") {
+    throw new TypeError(`Cannot serve as "hostname" must be a non-empty string ("0.0.0.0" or "::" for every interface): current value is ${_show(o.hostname)}`);
+  }
   // A controller that has fired already would start a server that drains at once and hand
   // back a handle on a closed port (an in-process restart reusing the first one's).
   if (o.controller?.signal.aborted === true) {
@@ -154,7 +165,7 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
     host.attach?.();
     attached = true;
     try {
-      server = await listen(_guardedFetch(guard, handler), { port: o.port ?? 8000, hostname: o.hostname ?? "127.0.0.1", config: guard.config, connections, stopping: controller.signal, reusePort: reusePort === true });
+      server = await listen(_guardedFetch(guard, handler), { port, hostname, config: guard.config, connections, stopping: controller.signal, reusePort: reusePort === true });
     } catch (error) {
       // A port in use, an address not available: the listener's failure, typed as when it fails
       // later. No exit code is set: the caller may catch it and listen elsewhere.

@@ -96,6 +96,27 @@ describe("serve", () => {
     assert.deepEqual(s.exitCodes, [4]);
   });
 
+  // A review: node:http took port "abc" as a Unix socket's path and answered there; an empty
+  // hostname listened on every interface on Node and Bun. Refused before anything listens.
+  test("serve: a port that is no integer from 0 to 65535, or an empty hostname, is refused before anything listens", async () => {
+    for (const port of ["abc", "8080", -1, 65536, 1.5, NaN, null]) {
+      let listened = false;
+      const s = setup();
+      await assert.rejects(serveWith(s.host, (f) => ((listened = true), s.listen(f)), () => new Response("ok"), { loadMonitor: false, port } as never), {
+        name: "RangeError",
+        message: `Cannot serve as "port" must be an integer from 0 to 65535: current value is ${typeof port === "string" ? `"${port}"` : String(port)}`,
+      });
+      assert.equal(listened, false);
+    }
+    for (const hostname of ["", 0]) {
+      const s = setup();
+      await assert.rejects(serveWith(s.host, s.listen, () => new Response("ok"), { loadMonitor: false, hostname } as never), { name: "TypeError", message: /^Cannot serve as "hostname" must be a non-empty string/ });
+    }
+    const s = setup();
+    const handle = await serveWith(s.host, s.listen, () => new Response("ok"), { loadMonitor: false, port: 65535, hostname: "::" });
+    assert.equal((await handle.shutdown()).outcome, "clean");
+  });
+
   test("serve: a listener failure rejects finished with an io ServeError and reports exit code 1", async () => {
     const s = setup();
     const handle = await serveWith(s.host, s.listen, () => new Response("ok"), { loadMonitor: false });
