@@ -174,6 +174,11 @@ interface _Pressure {
 
 /** The longest a window may last, in `windowMs` (1 s by default): see the window span. */
 const MAX_SPAN_WINDOWS = 10;
+/**
+ * A window still open this many windows after it began (traffic stopped before it had its
+ * samples) is begun again at its next sample: what it held is from before an idle spell.
+ */
+const STALE_WINDOWS = 600;
 
 /**
  * Creates an adaptive concurrency limit: the guard's default (`concurrencyLimit` left out).
@@ -407,6 +412,13 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       if (!(latencyMs >= 0 && latencyMs < Infinity)) return; // NaN, negative (a clock that went back), Infinity: not a sample
       hold(now, typeof held === "number" && held > inFlight ? held : inFlight);
       if (lent > 0) repay(Math.max(heldMost, heldBefore));
+      if (windowStart !== undefined && now - windowStart > STALE_WINDOWS * windowMs) {
+        // Read with what comes after an idle spell, such samples judged a window of today's
+        // work: a day later, nine 300 ms samples and one fresh 20 ms one read as 272 ms and
+        // halved the limit (a review).
+        sum = count = ownSum = ownCount = inFlightSum = used = usedShort = 0;
+        windowStart = undefined;
+      }
       if (windowStart === undefined) {
         windowStart = now;
         if (starting) rampedAt = now;

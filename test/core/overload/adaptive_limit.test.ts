@@ -53,6 +53,31 @@ describe("adaptive limit", () => {
     assert.equal(a.baselineMs, 20);
   });
 
+  // A review (the uptime angle): a window left open when traffic stopped was closed a day later
+  // by the first fresh sample, its mean (272 ms) read from the stale ones, and the limit halved.
+  test("adaptive limit: a window left open across an idle spell is begun again, not judged by the samples before it", () => {
+    for (const stale of [false, true]) {
+      let queueing = false;
+      const a = createAdaptiveLimit({ queueing: () => queueing });
+      let now = 0;
+      for (let i = 0; i < 2000; i++) a.sample(20, a.limit, (now += 2));
+      for (let i = 0; i < 30; i++) a.sample(45, a.limit, (now += 10)); // ends slow start
+      for (let i = 0; i < 2000; i++) a.sample(20, a.limit, (now += 2));
+      const w = a.windows;
+      while (a.windows === w) a.sample(20, a.limit, (now += 2));
+      const limit = a.limit;
+      assert.equal(a.baselineMs, 20);
+      // Nine slow samples, one short of a window, then a day without traffic.
+      if (stale) for (let i = 0; i < 9; i++) a.sample(300, 3, (now += 100));
+      now += 86_400_000;
+      queueing = true; // the first CPU reading after an idle spell is unknown, read as queueing
+      const before = a.windows;
+      for (let i = 0; i < 10; i++) a.sample(20, 3, (now += 150));
+      assert.equal(a.windows, before + 1, "today's samples make a window of their own");
+      assert.equal(a.limit, limit, `stale samples: ${stale}`);
+    }
+  });
+
   test("adaptive limit: CPU-bound work keeps the limit small (latency grows with every permit)", () => {
     const clock = createManualClock();
     const a = createAdaptiveLimit();
