@@ -1,5 +1,6 @@
 import { describe, test } from "node:test";
 import { createServer } from "node:net";
+import { readFileSync } from "node:fs";
 import assert from "node:assert/strict";
 import { runtime, startChild } from "../support/runtime.ts";
 import { openSock, parseResponse, type Sock, within } from "../support/reliability.ts";
@@ -202,6 +203,27 @@ describe(`examples: edge server (${runtime})`, () => {
     } finally {
       child.kill();
     }
+  });
+
+  // The stop is installed before the rest of the example is loaded (up to ~1 s on Node): a
+  // SIGTERM while the modules loaded was the signal's default, ignored as a container's PID 1.
+  // Deno runs a signal listener only once its loop turns, which the load may outlast: the signal
+  // then reaches serve()'s own handling as it starts, and the server drains at once.
+  test(`edge server: a stop signal as soon as it says "starting" (its modules still to load) ends it with exit 0 (${runtime})`, async () => {
+    const child = startChild("examples/edge-server.ts", { PORT: "0", HOST: "127.0.0.1" });
+    try {
+      await child.waitForLine(/"msg":"starting"/);
+      child.kill("SIGTERM");
+      assert.equal(await child.exited, 0);
+      if (/"msg":"listening"/.test(child.stdout())) assert.match(child.stdout(), /"msg":"drained".*"outcome":"clean"/);
+    } finally {
+      child.kill();
+    }
+    // What makes "starting" early: the entry loads nothing before it but the stop itself, which
+    // imports nothing; the rest comes by a dynamic import after.
+    const imports = (file: string) => [...readFileSync(new URL(`../../${file}`, import.meta.url), "utf8").matchAll(/^import .* from "([^"]+)";$/gm)].map((m) => m[1]);
+    assert.deepEqual(imports("examples/edge-server.ts"), ["./edge/startup.ts"]);
+    assert.deepEqual(imports("examples/edge/startup.ts"), []);
   });
 
   test(`edge server: an invalid variable stops startup with a message naming it (${runtime})`, async () => {
