@@ -71,7 +71,7 @@ describe("adaptive limit", () => {
       if (stale) for (let i = 0; i < 9; i++) a.sample(300, 3, (now += 100));
       now += 86_400_000;
       queueing = true; // the first CPU reading after an idle spell is unknown, read as queueing
-      const before = a.windows;
+      const before = a.windows!;
       for (let i = 0; i < 10; i++) a.sample(20, 3, (now += 150));
       assert.equal(a.windows, before + 1, "today's samples make a window of their own");
       assert.equal(a.limit, limit, `stale samples: ${stale}`);
