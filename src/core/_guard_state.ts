@@ -10,7 +10,8 @@ import { type _ConcurrencyLimit, _createConcurrencyLimit, DEFAULT_SHED_WAIT_MS }
 import { type AdaptiveLimitOptions, createAdaptiveLimit } from "./overload/adaptive_limit.ts";
 import { createLoadMonitor, type LoadMonitor } from "./overload/load_monitor.ts";
 import { createMemoryCeiling, type MemoryCeiling } from "./overload/memory_ceiling.ts";
-import { _durationMs, _given, _object } from "./_validate.ts";
+import { _durationMs, _given, _object, _onlyKnown } from "./_validate.ts";
+import { _MEMORY_KEYS } from "./_option_keys.ts";
 
 /** The guard's process-wide state objects; memory and load are absent when turned off. */
 export interface _ProcessGates {
@@ -44,7 +45,7 @@ export function _processGates(what: string, o: GuardOptions, config: ResolvedCon
   const memory = o.memory === undefined
     ? undefined
     : createMemoryCeiling({
-      ..._object(what, "memory", o.memory),
+      ..._onlyKnown(what, _object(what, "memory", o.memory), _MEMORY_KEYS, "memory"),
       rss: host?.rss,
       live: host?.liveBytes === undefined ? undefined : () => host.liveBytes!(),
       collectGarbage: host?.collectGarbage === undefined ? undefined : () => host.collectGarbage!(),

@@ -66,13 +66,64 @@ export function _durationMs(
   return value;
 }
 
-/** An options argument: undefined (use defaults) or a plain object. */
-export function _options<T extends object>(what: string, value: T | undefined): Partial<T> {
+/**
+ * Every option an options type has, its optional ones too: written as this record, a key the
+ * type lacks, or one left out, fails to compile, so the list stays the type's.
+ */
+export type _KeyList<T> = { readonly [K in keyof Required<T>]: true };
+
+/**
+ * An options argument: undefined (use defaults) or a plain object; with `known`, one whose
+ * every key is an option (see {@linkcode _onlyKnown}).
+ */
+export function _options<T extends object>(what: string, value: T | undefined, known?: _KeyList<T>): Partial<T> {
   if (value === undefined) return {};
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new TypeError(`Cannot ${what} as the options must be an object: current value is ${_show(value)}`);
   }
+  if (known !== undefined) _onlyKnown(what, value, known);
   return value;
+}
+
+/**
+ * Refuses a key of `value` that `known` does not list, naming the nearest option. A misspelled
+ * option (`shedWaitMS`, `bodyLimit`, a runtime's own `signal`) was ignored, and the bound it was
+ * meant to set silently kept its default (a review). `field`: where a nested object sits.
+ */
+export function _onlyKnown<T extends object>(what: string, value: T, known: Readonly<Record<string, true>>, field?: string): T {
+  for (const key of Object.keys(value)) {
+    // One left undefined sets nothing (a config object spread in whole may carry such keys).
+    if (Object.hasOwn(known, key) || (value as Record<string, unknown>)[key] === undefined) continue;
+    const near = _nearest(key, Object.keys(known));
+    const name = field === undefined ? key : `${field}.${key}`;
+    throw new TypeError(`Cannot ${what} as "${name}" is not an option${near === undefined ? "" : ` (did you mean "${near}"?)`}`);
+  }
+  return value;
+}
+
+/** The option `key` was most likely meant to be: the same but for case, one it begins, or one a typo or two away. */
+function _nearest(key: string, options: readonly string[]): string | undefined {
+  const lower = key.toLowerCase();
+  const same = options.find((o) => o.toLowerCase() === lower) ?? options.find((o) => o.toLowerCase().startsWith(lower) && lower.length >= 4);
+  if (same !== undefined) return same;
+  let best: string | undefined;
+  let bestDistance = Math.min(3, Math.ceil(key.length / 3));
+  for (const o of options) {
+    const d = _distance(lower, o.toLowerCase());
+    if (d <= bestDistance) [best, bestDistance] = [o, d - 1];
+  }
+  return best;
+}
+
+/** Levenshtein distance (options are short: the quadratic table is a few hundred cells). */
+function _distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length]!;
 }
 
 /**

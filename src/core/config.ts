@@ -82,6 +82,7 @@ const _concurrencyLimit = (value: unknown): number | Readonly<AdaptiveLimitOptio
     } catch (error) {
       // Named after the config field, with the adaptive limiter's own reason.
       if (error instanceof RangeError) throw new RangeError(`Cannot ${WHAT} as "concurrencyLimit" is not a valid adaptive limit: ${error.message}`);
+      if (error instanceof TypeError) throw new TypeError(`Cannot ${WHAT} as "concurrencyLimit" is not a valid adaptive limit: ${error.message}`);
       throw error;
     }
     return Object.freeze({ ...options });

@@ -12,7 +12,8 @@ import { _exemptMatcher } from "./request/exempt.ts";
 import { _Admission, type _AdmissionHost } from "./request/admission.ts";
 import { _createLongLived } from "./request/_long_lived.ts";
 import { _handlerRun } from "./request/handler_run.ts";
-import { _durationMs, _options } from "./_validate.ts";
+import { _durationMs, type _KeyList, _options } from "./_validate.ts";
+import { _GUARD_KEYS } from "./_option_keys.ts";
 import { _refusalHeaders } from "./request/refusal_headers.ts";
 import { _servedInfo } from "./host/peer_address.ts";
 import {
@@ -73,8 +74,13 @@ export { type _HeadAnswer, _refusalHead } from "./gates/refuse.ts";
  * ```
  */
 export function createGuard(options?: GuardOptions, host?: Host): Guard {
+  return _createGuard(options, host, _GUARD_KEYS);
+}
+
+/** {@linkcode createGuard}; `known`: the options it may be given (serve() checks its own, a superset, first). */
+export function _createGuard(options: GuardOptions | undefined, host: Host | undefined, known: _KeyList<GuardOptions> | undefined): Guard {
   const what = "create guard";
-  const o = _options(what, options);
+  const o = _options(what, options, known);
   const config = resolveConfig(o);
   const clock = o.clock ?? host?.clock ?? systemClock;
   const log = _safeLogger(o.log ?? host?.log ?? consoleLogger);

@@ -3,13 +3,15 @@ import { type ConnectionGate, createConnectionGate } from "./overload/connection
 import { type DrainOutcome, runUntilDrained } from "./lifecycle/drain.ts";
 import { exitCodeFor } from "./lifecycle/exit_code.ts";
 import { ServeError } from "./lifecycle/serve_error.ts";
-import { _guardedFetch, createGuard, type Guard, type GuardedHandler, type GuardOptions, type ServeInfo } from "./guard.ts";
+import { _createGuard, _guardedFetch, type Guard, type GuardedHandler, type GuardOptions, type ServeInfo } from "./guard.ts";
 import { consoleLogger, type Host } from "./host/host.ts";
 import { validateLifecycle } from "./lifecycle/lifecycle_config.ts";
 import { createHealth, type Health } from "./lifecycle/readiness.ts";
 import type { Server, ServerAddress } from "./host/server.ts";
 import { createShutdownController, type ShutdownController } from "./lifecycle/shutdown_controller.ts";
-import { _given, _options, _show } from "./_validate.ts";
+import { _given, _onlyKnown, _options, _show } from "./_validate.ts";
+import { _GUARD_KEYS, _without } from "./_option_keys.ts";
+import type { _KeyList } from "./_validate.ts";
 import { _safeLogger, _settleQuietly } from "./_user_code.ts";
 
 /** Options of an adapter's `serve(handler, options)`: where to listen, the guard, the lifecycle. */
@@ -46,6 +48,20 @@ export interface ServeOptions extends Omit<GuardOptions, "shutdown" | "stopping"
    */
   exitOnDrained?: boolean | undefined;
 }
+
+/** Every option of {@linkcode ServeOptions}; an adapter's own come from its Listen (`optionKeys`). */
+const SERVE_KEYS: _KeyList<ServeOptions> = Object.freeze({
+  ..._without(_GUARD_KEYS, "shutdown", "stopping"),
+  port: true,
+  hostname: true,
+  controller: true,
+  preStopDelayMs: true,
+  platformGraceMs: true,
+  flushMarginMs: true,
+  onDrained: true,
+  onListen: true,
+  exitOnDrained: true,
+});
 
 /** What `serve` returns. */
 export interface ServeHandle {
@@ -86,6 +102,8 @@ export type Listen = ((
 ) => Server | Promise<Server>) & {
   /** The binding passes `reusePort` to its runtime (Bun's); elsewhere serve() refuses the option. */
   readonly takesReusePort?: boolean;
+  /** The adapter's own options (Node's `headersTimeoutMs`, …), taken beside {@linkcode ServeOptions}. */
+  readonly optionKeys?: readonly string[];
 };
 
 /**
@@ -128,6 +146,11 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
   if (reusePort !== undefined && typeof reusePort !== "boolean") {
     throw new TypeError(`Cannot serve as "reusePort" must be a boolean: current value is ${_show(reusePort)}`);
   }
+  // The Deno server's own way to stop: taken silently, the server went on answering after the abort (a review).
+  if ((o as Record<string, unknown>).signal !== undefined) {
+    throw new TypeError(`Cannot serve as "signal" is not an option: give a "controller" (createShutdownController({ mode: "manual" })) and call its shutdown()`);
+  }
+  _onlyKnown("serve", o, listen.optionKeys === undefined ? SERVE_KEYS : { ...SERVE_KEYS, ...Object.fromEntries(listen.optionKeys.map((k) => [k, true])) });
   // Checked here, not left to the runtime: node:http took a string that is no number ("abc") as
   // a Unix socket's path, and an empty hostname on Node and Bun listened on every interface (a
   // review: HOST set empty in the environment).
@@ -153,7 +176,7 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
   let attached = false;
   try {
     // `stopping` fires every request's context.shutdownSignal at the signal itself.
-    guard = createGuard({ ...o, shutdown: draining, stopping: controller }, host);
+    guard = _createGuard({ ...o, shutdown: draining, stopping: controller }, host, undefined);
     const lifecycle = validateLifecycle({
       requestTimeoutMs: guard.config.requestTimeoutMs,
       drainTimeoutMs: guard.config.drainTimeoutMs,

@@ -2,7 +2,7 @@ import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import type { DenyEvent, HygieneEvent } from "./events.ts";
 import type { Logger, LogRecord } from "./host/host.ts";
-import { _durationMs, _given, _options, _show } from "./_validate.ts";
+import { _durationMs, _given, type _KeyList, _options, _show } from "./_validate.ts";
 import { _settleQuietly } from "./_user_code.ts";
 
 /** Options of {@linkcode createShedLogger}. */
@@ -33,6 +33,9 @@ interface _Kind {
   unlogged: number;
 }
 
+/** Every option of {@linkcode ShedLoggerOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
+const SHED_LOGGER_KEYS: _KeyList<ShedLoggerOptions> = { log: true, intervalMs: true, clock: true };
+
 /**
  * Creates a sink that logs refusals, itself rate-limited. The first refusal of each kind
  * (layer, reason, limiter class, scope) in an interval is logged at once:
@@ -60,7 +63,7 @@ interface _Kind {
  */
 export function createShedLogger(options: ShedLoggerOptions): ShedLogger {
   const what = "create shed logger";
-  const o = _options(what, options);
+  const o = _options(what, options, SHED_LOGGER_KEYS);
   const log = o.log;
   if (typeof log !== "function") {
     throw new TypeError(`Cannot ${what} as "log" must be a function: current value is ${_show(log)}`);

@@ -26,6 +26,8 @@ import {
   _sinkOf,
   _carried,
   _NOT_CARRIED,
+  type _KeyList,
+  _onlyKnown,
 } from "../core/mod.ts";
 import type { Context } from "hono";
 import { _requireContext, hygieneContext, peerOf } from "./context.ts";
@@ -177,7 +179,11 @@ export interface RateLimitOptions {
  * app.post("/login", rateLimit({ limiter: createFixedWindowLimiter({ limit: 5, windowMs: 60_000, name: "auth" }) }), (c) => c.text("checked"));
  * ```
  */
+/** Every option of {@linkcode RateLimitOptions}: any other key is refused when the middleware is made. */
+const RATE_LIMIT_KEYS: _KeyList<RateLimitOptions> = { limiter: true, key: true, headers: true, scope: true };
+
 export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
+  if (typeof options === "object" && options !== null) _onlyKnown("create rateLimit", options, RATE_LIMIT_KEYS);
   const limiter = options?.limiter;
   // Checked when the app is built, not on the first request (a factory passed for its limiter,
   // a limiter missing): a route that answers 500 to every request would be found late.

@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import { _show, type EventSink, type Guard, type HygieneEvent, type SizeGauge } from "../core/mod.ts";
+import { type _KeyList, _onlyKnown, _show, type EventSink, type Guard, type HygieneEvent, type SizeGauge } from "../core/mod.ts";
 import { _boolean, _buckets, _prefix, _registry, _typeError, _unclaimed } from "./_exporter_options.ts";
 import { _capped } from "./_labels.ts";
 
@@ -49,6 +49,9 @@ const STORE_STATES = new Set(["fallback", "recovered"]);
 const _known = (value: number | undefined) => (value === undefined || Number.isNaN(value) ? undefined : value);
 const _flag = (on: boolean) => (on ? 1 : 0);
 
+/** Every option of {@linkcode PrometheusExporterOptions}: any other key is refused. */
+const EXPORTER_KEYS: _KeyList<PrometheusExporterOptions> = { registry: true, prefix: true, defaultMetrics: true, durationBuckets: true };
+
 /**
  * Creates the Prometheus exporter: counters fed by the core's events, and gauges that read
  * a guard's and its limiters' live state when scraped. Every label comes from the library's
@@ -77,7 +80,7 @@ export function createPrometheusExporter(options?: PrometheusExporterOptions): P
   if (options !== undefined && (typeof options !== "object" || options === null || Array.isArray(options))) {
     throw new TypeError(`Cannot create prometheus exporter as the options must be an object: current value is ${_show(options)}`);
   }
-  const o = options ?? {};
+  const o = _onlyKnown("create prometheus exporter", options ?? {}, EXPORTER_KEYS);
   const registry = _registry(o.registry) ?? new Registry();
   const prefix = _prefix(o.prefix);
   const defaultMetrics = _boolean("defaultMetrics", o.defaultMetrics, false);

@@ -11,6 +11,8 @@ import {
   type RateStoreOptions,
   type RateStoreReply,
   type RateStoreResult,
+  type _KeyList,
+  _onlyKnown,
 } from "../core/mod.ts";
 import type { RedisCommandClient } from "./client.ts";
 import { _keyHash } from "./_key_hash.ts";
@@ -106,6 +108,9 @@ export function _redisBackend(client: RedisCommandClient, prefix: string): RateS
   };
 }
 
+/** Every option of {@linkcode RedisStoreOptions}: any other key is refused. */
+const REDIS_STORE_KEYS: _KeyList<RedisStoreOptions> = { client: true, prefix: true, name: true, timeoutMs: true, maxPending: true, fallbackAfter: true, probeIntervalMs: true, clock: true, onEvent: true };
+
 /**
  * Creates a rate store over Redis or Valkey (any version with Lua scripting: Redis 5+,
  * Valkey 7+). Each check is one EVALSHA; budgets are timed by the server's clock (`TIME`),
@@ -131,6 +136,7 @@ export function createRedisStore(options: RedisStoreOptions): RateStore {
   if (typeof options !== "object" || options === null) {
     throw new TypeError(`Cannot ${what} as the options must be an object: current value is ${_show(options)}`);
   }
+  _onlyKnown(what, options, REDIS_STORE_KEYS);
   const { client, prefix = "hygiene:", ...bounds } = options;
   if (typeof client?.sendCommand !== "function") {
     throw new TypeError(`Cannot ${what} as "client" must have a sendCommand(args) method (fromNodeRedis, fromBunRedis): current value is ${_show(client)}`);

@@ -386,6 +386,25 @@ describe(`adapter serve (${runtime})`, () => {
     }
   });
 
+  // A review: every other key was taken silently too — a misspelled bound, another runtime's
+  // option (Deno.serve's `signal`: the server answered on after the abort).
+  test(`adapter serve: the adapter's own options are taken, another runtime's and a misspelled one refused (${runtime})`, async () => {
+    const own: Record<string, Record<string, unknown>> = {
+      node: { headersTimeoutMs: 5000, keepAliveTimeoutMs: 5000, writeStallTimeoutMs: 5000 },
+      deno: { dropUnreadBody: true },
+      bun: { maxRequestBodySize: 1 << 20, idleTimeoutSeconds: 10 },
+    };
+    const handle = await serveHere(() => new Response("x"), own[runtime] as never);
+    assert.equal((await fetch(`http://127.0.0.1:${handle.address.port}/`)).status, 200);
+    await handle.shutdown();
+    for (const [other, options] of Object.entries(own)) {
+      if (other === runtime) continue;
+      const [key] = Object.keys(options);
+      await assert.rejects(serveHere(() => new Response("x"), { [key!]: options[key!] } as never), { name: "TypeError", message: `Cannot serve as "${key}" is not an option` });
+    }
+    await assert.rejects(serveHere(() => new Response("x"), { requestTimeout: 50 } as never), { name: "TypeError", message: 'Cannot serve as "requestTimeout" is not an option (did you mean "requestTimeoutMs"?)' });
+  });
+
   // A review: reusePort was dropped silently (a second process failed with EADDRINUSE).
   test(`adapter serve: reusePort is Bun's, passed to Bun.serve (two servers on one port both serve); elsewhere a TypeError (${runtime})`, async () => {
     if (runtime !== "bun") {

@@ -446,6 +446,8 @@ describe("prometheus exporter: options", () => {
     assert.throws(create({ defaultMetrics: "yes" }), { name: "TypeError", message: /"defaultMetrics" must be a boolean/ });
     assert.throws(create({ durationBuckets: "1,2" }), { name: "TypeError", message: /"durationBuckets"/ });
     assert.throws(create({ durationBuckets: [] }), { name: "RangeError", message: /"durationBuckets" must be a non-empty array/ });
+    // A misspelled option was ignored (a review): the default prefix, default metrics on.
+    assert.throws(create({ prefx: "app_" }), { name: "TypeError", message: 'Cannot create prometheus exporter as "prefx" is not an option (did you mean "prefix"?)' });
     assert.throws(create({ durationBuckets: [1, 0.5] }), {
       name: "RangeError",
       message: 'Cannot create prometheus exporter as "durationBuckets" must be finite positive seconds in increasing order: current value is [1, 0.5]',

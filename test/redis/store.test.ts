@@ -151,6 +151,8 @@ describe(`redis store (${runtime})`, () => {
     assert.throws(() => createRedisStore({ client: {} as never }), /"client" must have a sendCommand\(args\) method/);
     assert.throws(() => createRedisStore({ client: fakeRedis().client, prefix: "p".repeat(65) }), /"prefix"/);
     assert.throws(() => createRedisStore({ client: fakeRedis().client, timeoutMs: 0 }), /"timeoutMs"/);
+    // A misspelled option was ignored (a review): two apps meant apart shared the default prefix.
+    assert.throws(() => createRedisStore({ client: fakeRedis().client, prefx: "app:" } as never), { name: "TypeError", message: 'Cannot create redis store as "prefx" is not an option (did you mean "prefix"?)' });
     const store = createRedisStore({ client: fakeRedis().client, name: "valkey" });
     assert.equal(store.name, "valkey");
     assert.equal(createFixedWindowLimiter({ name: "ip", store }).store, store);

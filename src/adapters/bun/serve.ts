@@ -1,4 +1,4 @@
-import { _closing, _safeLogger, denyResponse, fallbackResponse, type GuardedHandler, type Listen, type Logger, peerAddress, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { _closing, type _KeyList, _safeLogger, denyResponse, fallbackResponse, type GuardedHandler, type Listen, type Logger, peerAddress, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
 import { _bun } from "./bun_api.ts";
 import { createBunHost, type BunHostOptions } from "./host.ts";
 
@@ -153,8 +153,11 @@ export function listenBun(options: { maxRequestBodySize?: number | undefined; id
       },
     };
   };
-  return Object.assign(listen, { takesReusePort: true });
+  return Object.assign(listen, { takesReusePort: true, optionKeys: BUN_KEYS });
 }
+
+/** The Bun adapter's own options (serve() checks every key given: see ServeOptions). */
+const BUN_KEYS = Object.keys({ maxRequestBodySize: true, idleTimeoutSeconds: true, reusePort: true } satisfies _KeyList<Omit<BunServeOptions, keyof ServeOptions>>);
 
 /**
  * Serves a Web fetch handler on Bun.serve behind the guard, with SIGTERM/Ctrl-C wired to the

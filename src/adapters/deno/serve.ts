@@ -1,4 +1,5 @@
 import {
+  type _KeyList,
   closesOnUnreadBody,
   declaredLength,
   dropsConnection,
@@ -165,5 +166,9 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | un
  */
 export function serve(handler: GuardedHandler, options: DenoServeOptions = {}): Promise<ServeHandle> {
   const host = createDenoHost(options);
-  return serveWith(host, listenDeno({ log: _safeLogger(options.log ?? host.log!), dropUnreadBody: options.dropUnreadBody }), handler, options);
+  const listen = listenDeno({ log: _safeLogger(options.log ?? host.log!), dropUnreadBody: options.dropUnreadBody });
+  return serveWith(host, Object.assign(listen, { optionKeys: DENO_KEYS }), handler, options);
 }
+
+/** The Deno adapter's own options (serve() checks every key given: see ServeOptions). */
+const DENO_KEYS = Object.keys({ dropUnreadBody: true } satisfies _KeyList<Omit<DenoServeOptions, keyof ServeOptions>>);

@@ -1,4 +1,4 @@
-import { _durationMs, _safeLogger, type GuardedHandler, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { _durationMs, type _KeyList, _safeLogger, type GuardedHandler, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
 import { createNodeHost, type NodeHostOptions } from "./host.ts";
 import { listenNode } from "./server.ts";
 
@@ -35,6 +35,9 @@ export interface NodeServeOptions extends ServeOptions, NodeHostOptions {
  * await handle.shutdown("example done");
  * ```
  */
+/** The Node adapter's own options (serve() checks every key given: see ServeOptions). */
+const NODE_KEYS = Object.keys({ headersTimeoutMs: true, keepAliveTimeoutMs: true, writeStallTimeoutMs: true } satisfies _KeyList<Omit<NodeServeOptions, keyof ServeOptions>>);
+
 export function serve(handler: GuardedHandler, options: NodeServeOptions = {}): Promise<ServeHandle> {
   // node:http takes 0 as "off" (a half-sent head would hold its connection for ever) and says
   // nothing of a value past the longest timer: both are refused here, as every other duration.
@@ -47,5 +50,6 @@ export function serve(handler: GuardedHandler, options: NodeServeOptions = {}): 
   }
   const host = createNodeHost(options);
   const log = _safeLogger(options.log ?? host.log!);
-  return serveWith(host, listenNode({ headersTimeoutMs: options.headersTimeoutMs, keepAliveTimeoutMs: options.keepAliveTimeoutMs, writeStallTimeoutMs: options.writeStallTimeoutMs, log }), handler, options);
+  const listen = listenNode({ headersTimeoutMs: options.headersTimeoutMs, keepAliveTimeoutMs: options.keepAliveTimeoutMs, writeStallTimeoutMs: options.writeStallTimeoutMs, log });
+  return serveWith(host, Object.assign(listen, { optionKeys: NODE_KEYS }), handler, options);
 }

@@ -5,7 +5,7 @@
 import { createSystemClock } from "../clock.ts";
 import { consoleLogger, type Host, type Logger } from "./host.ts";
 import { installShutdownSignals, type SignalApi } from "./signals.ts";
-import { _object, _optionalFunction, _options, _show } from "../_validate.ts";
+import { _object, _optionalFunction, type _KeyList, _options, _show } from "../_validate.ts";
 import { _safeLogger } from "../_user_code.ts";
 
 /** Options of {@linkcode createHost}: the runtime's primitives. Each one left out is a capability the Host lacks. */
@@ -68,6 +68,9 @@ function _signals(value: SignalApi | undefined): SignalApi | undefined {
   return value;
 }
 
+/** Every option of {@linkcode HostOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
+const HOST_KEYS: _KeyList<HostOptions> = { rss: true, liveBytes: true, collectGarbage: true, cpuMs: true, cpuCores: true, signals: true, exit: true, setExitCode: true, ipcChannel: true, unref: true, setImmediate: true, clearImmediate: true, log: true, cloneResponses: true };
+
 /**
  * A Host over a runtime's primitives: what every adapter's `createXxxHost()` is built on, and
  * what an embedder with its own runtime (or a test) can build directly. Readings the runtime
@@ -94,7 +97,7 @@ function _signals(value: SignalApi | undefined): SignalApi | undefined {
  * ```
  */
 export function createHost(options?: HostOptions): Host {
-  const o = _options(WHAT, options);
+  const o = _options(WHAT, options, HOST_KEYS);
   for (const field of FUNCTIONS) _optionalFunction(WHAT, field, o[field]);
   const signals = _signals(o.signals);
   if ((o.setImmediate === undefined) !== (o.clearImmediate === undefined)) {

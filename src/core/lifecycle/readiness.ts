@@ -1,5 +1,5 @@
 import type { ShutdownController } from "./shutdown_controller.ts";
-import { _options } from "../_validate.ts";
+import { type _KeyList, _options } from "../_validate.ts";
 
 /** Options of {@linkcode createHealth}. Both are optional: without them readiness is always ok. */
 export interface HealthOptions {
@@ -47,6 +47,9 @@ function _plain(status: number, body: string): Response {
   });
 }
 
+/** Every option of {@linkcode HealthOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
+const HEALTH_KEYS: _KeyList<HealthOptions> = { controller: true, memory: true };
+
 /**
  * Creates the readiness and liveness checks. Readiness turns not-ready the moment the
  * controller's signal fires — so it fails through any pre-stop delay while the server
@@ -64,7 +67,7 @@ function _plain(status: number, body: string): Response {
  * ```
  */
 export function createHealth(options?: HealthOptions): Health {
-  const o = _options("create health", options);
+  const o = _options("create health", options, HEALTH_KEYS);
   const { controller, memory } = o;
   const ready = (): Readiness => {
     if (controller?.signal.aborted) return DRAINING;

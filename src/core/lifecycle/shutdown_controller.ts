@@ -1,7 +1,7 @@
 import type { Clock } from "../clock.ts";
 import { systemClock } from "../clock.ts";
 import { consoleLogger, type Host, type Logger } from "../host/host.ts";
-import { _options, _show } from "../_validate.ts";
+import { type _KeyList, _options, _show } from "../_validate.ts";
 import { _safeLogger } from "../_user_code.ts";
 
 /** The first stop: what fired it and when. */
@@ -61,6 +61,9 @@ export interface ShutdownController {
 
 const WHAT = "create shutdown controller";
 
+/** Every option of {@linkcode ShutdownControllerOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
+const SHUTDOWN_CONTROLLER_KEYS: _KeyList<ShutdownControllerOptions> = { host: true, mode: true, clock: true, log: true };
+
 /**
  * Creates the process's shutdown controller, either `manual` or listening to the Host's
  * SIGTERM and Ctrl-C. The first stop aborts `signal`, settles `stopped` and sets
@@ -81,7 +84,7 @@ const WHAT = "create shutdown controller";
  * ```
  */
 export function createShutdownController(options?: ShutdownControllerOptions): ShutdownController {
-  const o = _options(WHAT, options);
+  const o = _options(WHAT, options, SHUTDOWN_CONTROLLER_KEYS);
   const mode = o.mode ?? (o.host === undefined ? "manual" : "signals");
   if (mode !== "manual" && mode !== "signals") {
     throw new RangeError(`Cannot ${WHAT} as "mode" must be "manual" or "signals": current value is ${_show(mode)}`);

@@ -1,4 +1,4 @@
-import { _given, _options, _show } from "../_validate.ts";
+import { _given, _options, _show, type _KeyList } from "../_validate.ts";
 import { type _Cidr, _format, _inCidr, type _Ip, _mask, _parseCidr, _parseNode } from "./_ip.ts";
 
 /** Options of {@linkcode createClientKey} and {@linkcode clientKey}. */
@@ -112,6 +112,9 @@ function _forwardedForsFromRight(value: string): (string | null)[] {
   return fors;
 }
 
+/** Every option of {@linkcode ClientKeyOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
+const CLIENT_KEY_KEYS: _KeyList<ClientKeyOptions> = { trustedProxies: true, proxyHeader: true, ipv6Prefix: true, unknownKey: true };
+
 /**
  * Prepares a client-key function: trusted-proxy CIDRs are parsed once, here.
  *
@@ -144,7 +147,7 @@ function _forwardedForsFromRight(value: string): (string | null)[] {
  */
 export function createClientKey(options?: ClientKeyOptions): ClientKeyFunction {
   const what = "create client key";
-  const o = _options(what, options);
+  const o = _options(what, options, CLIENT_KEY_KEYS);
   const proxies = _given(o.trustedProxies, []);
   if (!Array.isArray(proxies)) {
     throw new TypeError(`Cannot ${what} as "trustedProxies" must be an array: current value is ${_show(proxies)}`);

@@ -4,7 +4,7 @@ import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _SINK } from "./rate_limiter.ts";
 import { _PressuredTable } from "./_pressure.ts";
-import { _durationMs, _options, _positiveInt, _given } from "../_validate.ts";
+import { _durationMs, _options, _positiveInt, _given, type _KeyList } from "../_validate.ts";
 import { _ADMIT, _ADMITTING, _ALLOWED, _badClock, _checkCost, _corrupt, _decision, _emitFault, _emitRateDeny, _label, type _Mode, _PEEK, _TAKE } from "./_rate.ts";
 import type { RateStore } from "./rate_store.ts";
 import { _sharedLimiter, type SharedLimiterOptions, type SharedRateLimiter } from "./shared_limiter.ts";
@@ -40,6 +40,9 @@ interface _Window {
   start: number;
   count: number;
 }
+
+/** Every option of {@linkcode FixedWindowLimiterOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
+const FIXED_WINDOW_LIMITER_KEYS: _KeyList<FixedWindowLimiterOptions> = { limit: true, windowMs: true, maxKeys: true, clock: true, name: true, onEvent: true, store: true, failure: true, expectedInstances: true, localLimiter: true, maxDeniedKeys: true };
 
 /**
  * Creates a fixed-window limiter: each key may spend `limit` cost units per `windowMs`.
@@ -84,7 +87,7 @@ export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions & {
 export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): FixedWindowLimiter | SharedRateLimiter;
 export function createFixedWindowLimiter(options?: FixedWindowLimiterOptions): FixedWindowLimiter | SharedRateLimiter {
   const what = "create fixed window limiter";
-  const o = _options(what, options);
+  const o = _options(what, options, FIXED_WINDOW_LIMITER_KEYS);
   const limit = _positiveInt(what, "limit", _given(o.limit, 600));
   const windowMs = _durationMs(what, "windowMs", _given(o.windowMs, 60_000));
   const maxKeys = _positiveInt(what, "maxKeys", _given(o.maxKeys, 4096));

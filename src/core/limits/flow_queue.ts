@@ -6,7 +6,7 @@
 import type { EventSink, HygieneEvent } from "../events.ts";
 import { _emit } from "../_emit.ts";
 import { _hasCode, HygieneError } from "../errors.ts";
-import { _fail, _object, _options, _positiveInt, _show } from "../_validate.ts";
+import { _fail, _object, _options, _positiveInt, _show, type _KeyList } from "../_validate.ts";
 
 const CODE = "ERR_FLOW_QUEUE_FULL";
 const SHED: HygieneEvent = Object.freeze({ type: "deny", layer: "flow", reason: "queue-full", status: 503 });
@@ -106,6 +106,9 @@ interface _Worker {
   running: boolean;
 }
 
+/** Every option of {@linkcode FlowQueueOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
+const FLOW_QUEUE_KEYS: _KeyList<FlowQueueOptions> = { workers: true, capacity: true, onEvent: true };
+
 /**
  * Creates ordered per-key lanes: tasks with the same key run one at a time, in the order
  * they were queued, on the one worker the key hashes to; tasks of keys on other workers run
@@ -134,7 +137,7 @@ interface _Worker {
  */
 export function createFlowQueue(options: FlowQueueOptions): FlowQueue {
   const what = "create flow queue";
-  const o = _options(what, options);
+  const o = _options(what, options, FLOW_QUEUE_KEYS);
   const workers = _positiveInt(what, "workers", o.workers);
   if (workers > MAX_WORKERS) _fail(what, "workers", `at most ${MAX_WORKERS}`, workers);
   const capacity = _positiveInt(what, "capacity", o.capacity);

@@ -6,7 +6,7 @@ import { _hasCode, HygieneError } from "../errors.ts";
 import type { EventSink } from "../events.ts";
 import type { SizeGauge } from "../size_gauge.ts";
 import { _emit } from "../_emit.ts";
-import { _durationMs, _options, _positiveInt, _positiveIntOrInfinity, _given } from "../_validate.ts";
+import { _durationMs, _options, _positiveInt, _positiveIntOrInfinity, _given, type _KeyList } from "../_validate.ts";
 import { type _Count, _KeyCounts } from "./_key_counts.ts";
 import { _KeyWaits } from "./_key_waits.ts";
 import { _label } from "./_rate.ts";
@@ -138,6 +138,9 @@ function _clampCap(what: string, field: string, value: number): number {
   return value === 0 ? 1 : _positiveIntOrInfinity(what, field, value);
 }
 
+/** Every option of {@linkcode InFlightLimiterOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
+const IN_FLIGHT_LIMITER_KEYS: _KeyList<InFlightLimiterOptions> = { perKey: true, overall: true, shedWaitMs: true, maxKeys: true, retryAfterMs: true, clock: true, name: true, onEvent: true };
+
 /**
  * Creates a per-key in-flight limiter. A key's slot is reserved before it waits for a lane
  * permit, so a key at its cap never touches the lane. Without a shed wait, a key at its cap
@@ -179,7 +182,7 @@ export interface _InFlightLimiter extends InFlightLimiter {
 /** {@linkcode createInFlightLimiter} with what the guard's per-key gate needs of it (internal). */
 export function _createInFlightLimiter(options?: InFlightLimiterOptions): _InFlightLimiter {
   const what = "create in-flight limiter";
-  const o = _options(what, options);
+  const o = _options(what, options, IN_FLIGHT_LIMITER_KEYS);
   const perKey = _clampCap(what, "perKey", _given(o.perKey, 16));
   const overall = _clampCap(what, "overall", _given(o.overall, 1024));
   const shedWaitMs = _durationMs(what, "shedWaitMs", _given(o.shedWaitMs, 0), { zero: true });

@@ -10,7 +10,7 @@ import { createScopedLimiter, type ScopedLimiter, type SharedScopedLimiter } fro
 import { _isShared, type SharedRateLimiter } from "./shared_limiter.ts";
 import type { PeerAddress } from "../host/server.ts";
 import { _emit } from "../_emit.ts";
-import { _given, _object, _show } from "../_validate.ts";
+import { _given, type _KeyList, _object, _onlyKnown, _show } from "../_validate.ts";
 
 /** One budget of gate 5: a limiter, the scope it speaks for, and how a request picks its bucket. */
 export interface RateLimitRule {
@@ -36,6 +36,9 @@ export interface RateLimitRule {
    */
   skip?: ((request: Request, clientKey: string) => boolean) | undefined;
 }
+
+/** Every key of a {@linkcode RateLimitRule}: any other is refused when the guard is built. */
+const RULE_KEYS: _KeyList<RateLimitRule> = { limiter: true, scope: true, key: true, skip: true };
 
 /** Options of {@linkcode createKeyedGates}. */
 export interface KeyedGatesOptions {
@@ -120,6 +123,7 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink, clock?:
   // The rules' own functions, checked here: wrapped for the scoped limiter, one that is not a
   // function (a typo) would fail every request closed (429s and faults) instead of at startup.
   rules.forEach((rule, i) => {
+    if (typeof rule === "object" && rule !== null) _onlyKnown("create guard", rule, RULE_KEYS, `rateLimits[${i}]`);
     for (const field of ["key", "skip"] as const) {
       const f = rule?.[field];
       if (f !== undefined && typeof f !== "function") {

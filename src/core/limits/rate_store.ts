@@ -7,7 +7,7 @@ import { systemClock } from "../clock.ts";
 import type { EventSink } from "../events.ts";
 import { _emit } from "../_emit.ts";
 import { _FifoDeadlines } from "./_fifo_deadlines.ts";
-import { _durationMs, _given, _options, _positiveInt, _show } from "../_validate.ts";
+import { _durationMs, _given, _options, _positiveInt, _show, type _KeyList } from "../_validate.ts";
 
 /** The algorithm of a budget: the keyed limiters' two. */
 export type RateAlgorithm = "fixed-window" | "token-bucket";
@@ -129,6 +129,9 @@ function _fits(reply: unknown, count: number): reply is RateStoreReply {
   return true;
 }
 
+/** Every option of {@linkcode RateStoreOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
+const RATE_STORE_KEYS: _KeyList<RateStoreOptions> = { name: true, timeoutMs: true, maxPending: true, fallbackAfter: true, probeIntervalMs: true, clock: true, onEvent: true };
+
 /**
  * Creates a store over a backend: every call is bounded by `timeoutMs` and by `maxPending`
  * calls outstanding, and after `fallbackAfter` consecutive failures the store reports
@@ -154,7 +157,7 @@ export function createRateStore(backend: RateStoreBackend, options?: RateStoreOp
   if (typeof backend?.take !== "function") {
     throw new TypeError(`Cannot ${what} as "backend" must have a take(checks) method: current value is ${_show(backend)}`);
   }
-  const o = _options(what, options);
+  const o = _options(what, options, RATE_STORE_KEYS);
   if (o.name !== undefined && typeof o.name !== "string") {
     throw new TypeError(`Cannot ${what} as "name" must be a string: current value is ${_show(o.name)}`);
   }

@@ -1,7 +1,7 @@
 import type { Clock } from "../clock.ts";
 import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
-import { _show } from "../_validate.ts";
+import { type _KeyList, _onlyKnown, _show } from "../_validate.ts";
 import { _checkCost, _decision, _emitFault, _emitRateDeny } from "./_rate.ts";
 import { _keyResult, _skipResult } from "../_user_code.ts";
 import { _isShared, type SharedRateLimiter } from "./shared_limiter.ts";
@@ -100,6 +100,10 @@ function _scoped(d: RateDecision, scope: string): ScopedRateDecision {
   };
 }
 
+/** Every option of {@linkcode ScopedLimiterOptions}, and every key of a {@linkcode RateScope}: any other is refused. */
+const SCOPED_LIMITER_KEYS: _KeyList<ScopedLimiterOptions<unknown>> = { scopes: true, clock: true, onEvent: true };
+const SCOPE_KEYS: _KeyList<RateScope<unknown>> = { name: true, limiter: true, key: true, skip: true };
+
 /**
  * Creates a scoped limiter: budgets from coarse (global, listener) to fine (tenant, client),
  * admitted all or nothing. Each scope is first asked without being charged (`peek`); only
@@ -139,6 +143,7 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C> & { scop
 export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): SharedScopedLimiter<C>;
 export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): ScopedLimiter<C> | SharedScopedLimiter<C> {
   const what = "create scoped limiter";
+  if (typeof options === "object" && options !== null) _onlyKnown(what, options, SCOPED_LIMITER_KEYS);
   const scopes = options?.scopes;
   if (!Array.isArray(scopes) || scopes.length === 0) {
     throw new TypeError(`Cannot ${what} as "scopes" must be a non-empty array: current value is ${_show(scopes)}`);
@@ -146,6 +151,7 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): Scoped
   const names = new Set<string>();
   const limiters = new Set<RateLimiter | SharedRateLimiter>();
   for (const s of scopes) {
+    if (typeof s === "object" && s !== null) _onlyKnown(what, s, SCOPE_KEYS, `scopes[${names.size}]`);
     if (typeof s?.name !== "string" || names.has(s.name)) {
       throw new TypeError(`Cannot ${what} as every scope needs a distinct "name": current value is ${_show(s?.name)}`);
     }

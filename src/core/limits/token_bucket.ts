@@ -4,7 +4,7 @@ import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _SINK } from "./rate_limiter.ts";
 import { _PressuredTable } from "./_pressure.ts";
-import { _fail, _options, _positiveInt, _given } from "../_validate.ts";
+import { _fail, _options, _positiveInt, _given, type _KeyList } from "../_validate.ts";
 import {
   _ADMIT,
   _ADMITTING,
@@ -80,6 +80,9 @@ const _slack = (now: number, interval: number) => Math.min(SLACK_MS + Math.abs(n
  */
 const MAX_REFILL_MS = 1e12;
 
+/** Every option of {@linkcode TokenBucketLimiterOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
+const TOKEN_BUCKET_LIMITER_KEYS: _KeyList<TokenBucketLimiterOptions> = { ratePerSecond: true, burst: true, maxKeys: true, clock: true, name: true, onEvent: true, store: true, failure: true, expectedInstances: true, localLimiter: true, maxDeniedKeys: true };
+
 /**
  * Creates a token-bucket limiter using the generic cell rate algorithm: each key holds one
  * number, its theoretical arrival time (TAT). A request of cost `c` at `now` passes when
@@ -120,7 +123,7 @@ export function createTokenBucketLimiter(options: TokenBucketLimiterOptions & { 
 export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): TokenBucketLimiter | SharedRateLimiter;
 export function createTokenBucketLimiter(options: TokenBucketLimiterOptions): TokenBucketLimiter | SharedRateLimiter {
   const what = "create token bucket limiter";
-  const o = _options(what, options);
+  const o = _options(what, options, TOKEN_BUCKET_LIMITER_KEYS);
   const ratePerSecond = _positiveFinite(what, "ratePerSecond", o.ratePerSecond);
   const burst = _positiveInt(what, "burst", o.burst);
   const maxKeys = _positiveInt(what, "maxKeys", _given(o.maxKeys, 4096));

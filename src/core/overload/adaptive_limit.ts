@@ -29,7 +29,7 @@
 //   do not count as used, and the limit grows for them only as lent, given back once they have
 //   gone (counted in, long polls doubled a limit still in slow start up to maxLimit).
 // Only requests that completed normally are samples; the concurrency limit decides which.
-import { _options, _positiveInt, _given, _fail, _durationMs } from "../_validate.ts";
+import { _options, _positiveInt, _given, _fail, _durationMs, type _KeyList } from "../_validate.ts";
 
 /** Options of {@linkcode createAdaptiveLimit}. */
 export interface AdaptiveLimitOptions {
@@ -180,6 +180,9 @@ const MAX_SPAN_WINDOWS = 10;
  */
 const STALE_WINDOWS = 600;
 
+/** Every option of {@linkcode AdaptiveLimitOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
+const ADAPTIVE_LIMIT_KEYS: _KeyList<AdaptiveLimitOptions> = { initialLimit: true, minLimit: true, maxLimit: true, tolerance: true, smoothing: true, windowMs: true, windowSamples: true, queueing: true, idle: true };
+
 /**
  * Creates an adaptive concurrency limit: the guard's default (`concurrencyLimit` left out).
  *
@@ -197,7 +200,7 @@ const STALE_WINDOWS = 600;
  */
 export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLimit {
   const what = "create adaptive limit";
-  const o = _options(what, options);
+  const o = _options(what, options, ADAPTIVE_LIMIT_KEYS);
   const minLimit = _positiveInt(what, "minLimit", _given(o.minLimit, 1));
   const maxLimit = _positiveInt(what, "maxLimit", _given(o.maxLimit, Math.max(1000, minLimit)));
   if (maxLimit < minLimit) _fail(what, "maxLimit", `at least "minLimit" (${minLimit})`, maxLimit);

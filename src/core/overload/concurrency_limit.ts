@@ -1,6 +1,6 @@
 import type { Clock, TimerHandle } from "../clock.ts";
 import { systemClock } from "../clock.ts";
-import { _durationMs, _fail, _options, _nonNegativeInt, _positiveIntOrInfinity, _given, MAX_TIMER_MS } from "../_validate.ts";
+import { _durationMs, _fail, _options, _nonNegativeInt, _positiveIntOrInfinity, _given, MAX_TIMER_MS, type _KeyList } from "../_validate.ts";
 import type { AdaptiveLimit } from "./adaptive_limit.ts";
 import { _WaitQueue } from "./_wait_queue.ts";
 import { type _Owner, _Permit, _Waiting, type AbortSignalLike, type Permit, type Refusal } from "./permit.ts";
@@ -130,6 +130,9 @@ export interface _ConcurrencyLimit extends ConcurrencyLimit {
   _whenFull(hook: ((now: number, due: boolean) => boolean) | undefined): void;
 }
 
+/** Every option of {@linkcode ConcurrencyLimitOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
+const CONCURRENCY_LIMIT_KEYS: _KeyList<ConcurrencyLimitOptions> = { limit: true, shedWaitMs: true, maxWaiting: true, lifoAfterMs: true, standingWaitMs: true, retryAfterMs: true, clock: true };
+
 /**
  * Creates a concurrency limit: N permits (fixed, or adaptive), and in front of them a queue
  * bounded in length and in delay — oldest first while it is fresh, newest first once it
@@ -153,7 +156,7 @@ export function createConcurrencyLimit(options: ConcurrencyLimitOptions): Concur
 /** {@linkcode createConcurrencyLimit} with the wait the guard's concurrency gate uses (internal). */
 export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _ConcurrencyLimit {
   const what = "create concurrency limit";
-  const o = _options(what, options);
+  const o = _options(what, options, CONCURRENCY_LIMIT_KEYS);
   const adaptive = _adaptive(o.limit);
   const fixed = adaptive === undefined ? _positiveIntOrInfinity(what, "limit", o.limit) : Infinity;
   const shedWaitMs = _durationMs(what, "shedWaitMs", _given(o.shedWaitMs, 0), { zero: true });

@@ -1,6 +1,6 @@
 import type { Clock, TimerHandle } from "../clock.ts";
 import { systemClock } from "../clock.ts";
-import { _durationMs, _options, _show, _given, MAX_TIMER_MS } from "../_validate.ts";
+import { _durationMs, _options, _show, _given, MAX_TIMER_MS, type _KeyList } from "../_validate.ts";
 
 /** Options of {@linkcode createLoadMonitor}. */
 export interface LoadMonitorOptions {
@@ -113,6 +113,9 @@ export interface LoadMonitor {
 /** The shortest probe delay read as a frozen process rather than a stalled loop (see tick). */
 const FROZEN_MIN_MS = 1000;
 
+/** Every option of {@linkcode LoadMonitorOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
+const LOAD_MONITOR_KEYS: _KeyList<LoadMonitorOptions> = { sampleIntervalMs: true, highWatermarkMs: true, lowWatermarkMs: true, minAdmitShare: true, smoothing: true, recoveryStep: true, idleAfterMs: true, maxBatchMs: true, deferAboveMs: true, retryAfterMs: true, clock: true };
+
 /**
  * A portable event-loop load monitor: a timer-drift probe (a native histogram is unreliable
  * on Deno, and utilisation reads zero off Node), high and low watermarks with hysteresis,
@@ -164,7 +167,7 @@ const FROZEN_MIN_MS = 1000;
  */
 export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
   const what = "create load monitor";
-  const o = _options(what, options);
+  const o = _options(what, options, LOAD_MONITOR_KEYS);
   const interval = _durationMs(what, "sampleIntervalMs", _given(o.sampleIntervalMs, 10));
   const high = _durationMs(what, "highWatermarkMs", _given(o.highWatermarkMs, 40));
   const low = _durationMs(what, "lowWatermarkMs", _given(o.lowWatermarkMs, 15));

@@ -2,7 +2,7 @@ import type { Clock, TimerHandle } from "../clock.ts";
 import { systemClock } from "../clock.ts";
 import type { EventSink } from "../events.ts";
 import { _emit } from "../_emit.ts";
-import { _durationMs, _given, _options, _positiveInt, _show } from "../_validate.ts";
+import { _durationMs, _given, _options, _positiveInt, _show, type _KeyList } from "../_validate.ts";
 
 /** Options of {@linkcode createMemoryCeiling}. */
 export interface MemoryCeilingOptions {
@@ -64,6 +64,9 @@ function _fnOrUndefined<T>(what: string, field: string, value: T): T {
   return value;
 }
 
+/** Every option of {@linkcode MemoryCeilingOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
+const MEMORY_CEILING_KEYS: _KeyList<MemoryCeilingOptions> = { ceilingBytes: true, rss: true, live: true, collectGarbage: true, collect: true, intervalMs: true, resumeBelowBytes: true, clock: true, onEvent: true };
+
 /**
  * The memory ceiling. Off (never shedding, no timer) when no RSS reader is given.
  *
@@ -92,7 +95,7 @@ function _fnOrUndefined<T>(what: string, field: string, value: T): T {
  */
 export function createMemoryCeiling(options: MemoryCeilingOptions): MemoryCeiling {
   const what = "create memory ceiling";
-  const o = _options(what, options);
+  const o = _options(what, options, MEMORY_CEILING_KEYS);
   const ceilingBytes = _positiveInt(what, "ceilingBytes", o.ceilingBytes);
   const intervalMs = _durationMs(what, "intervalMs", _given(o.intervalMs, 30_000));
   const resumeBelow = _positiveInt(what, "resumeBelowBytes", _given(o.resumeBelowBytes, ceilingBytes));

@@ -1,7 +1,7 @@
 // Which body cap applies to a request, known before its handler runs: the service-wide cap,
 // or the cap of the first declared route it matches. A route cap set only inside the handler
 // (a Hono `bodyLimit()`) would come too late for a handler that never reads the body.
-import { _positiveIntOrInfinity, _show } from "../_validate.ts";
+import { type _KeyList, _onlyKnown, _positiveIntOrInfinity, _show } from "../_validate.ts";
 import type { DeclaredLength } from "./body_limit.ts";
 
 /** One route's body cap, declared in the guard's options so it applies before the handler runs. */
@@ -40,6 +40,9 @@ export function closesOnUnreadBody(declared: DeclaredLength | undefined): boolea
   return declared?.kind !== "length" || declared.bytes > UNREAD_BODY_KEEP_BYTES;
 }
 
+/** Every key of a {@linkcode RouteBodyLimit}: any other is refused at startup. */
+const ROUTE_KEYS: _KeyList<RouteBodyLimit> = { path: true, method: true, bytes: true };
+
 /**
  * Validates a `routeBodyLimits` list: each entry a plain object with a `path` starting with
  * `/`, an optional non-empty `method` (upper-cased here) and `bytes` a positive integer or
@@ -53,6 +56,7 @@ export function _resolveRouteBodyLimits(what: string, value: unknown): readonly 
     if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
       throw new TypeError(`Cannot ${what} as "${field}" must be an object: current value is ${_show(entry)}`);
     }
+    _onlyKnown(what, entry, ROUTE_KEYS, field);
     const { path, method, bytes } = entry as Record<string, unknown>;
     if (typeof path !== "string" || !path.startsWith("/")) {
       throw new TypeError(`Cannot ${what} as "${field}.path" must be a path starting with "/": current value is ${_show(path)}`);
