@@ -18,7 +18,6 @@ import { validateLifecycle } from "../../src/core/lifecycle/lifecycle_config.ts"
 
 type Rule = (v: unknown) => boolean;
 const num = (v: unknown): v is number => typeof v === "number";
-const ADAPTIVE_FIELDS = ["initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing", "windowMs", "windowSamples"];
 const posIntOrInf: Rule = (v) => num(v) && (v === Infinity || (Number.isSafeInteger(v) && v > 0));
 const posInt: Rule = (v) => num(v) && Number.isSafeInteger(v) && v > 0;
 const nonNegInt: Rule = (v) => num(v) && Number.isSafeInteger(v) && v >= 0;
@@ -66,11 +65,12 @@ const knobs: Knob[] = [
     valid: posIntOrInf,
     build: (v) => guardWith({ [field]: v }),
   })),
-  // A number, or the adaptive limiter's options (an object: fields it does not know are ignored).
+  // A number, or the adaptive limiter's options (an object: a field it does not have is refused,
+  // one left undefined is taken).
   {
     name: "concurrencyLimit",
     field: "concurrencyLimit",
-    valid: (v) => posIntOrInf(v) || (typeof v === "object" && v !== null && !Array.isArray(v) && !ADAPTIVE_FIELDS.some((k) => k in v)),
+    valid: (v) => posIntOrInf(v) || (typeof v === "object" && v !== null && !Array.isArray(v) && Object.values(v).every((x) => x === undefined)),
     build: (v) => guardWith({ concurrencyLimit: v as number }),
   },
   // The default drain window is 25 s and the default request timeout 20 s: one must stay below the other.
