@@ -175,7 +175,7 @@ interface _Pressure {
 /** The longest a window may last, in `windowMs` (1 s by default): see the window span. */
 const MAX_SPAN_WINDOWS = 10;
 /**
- * A window still open this many windows after it began (traffic stopped before it had its
+ * A window whose last sample is this many windows old (traffic stopped before it had its
  * samples) is begun again at its next sample: what it held is from before an idle spell.
  */
 const STALE_WINDOWS = 600;
@@ -235,6 +235,8 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   let starting = true;
   let rampedAt = -Infinity;
   let windowStart: number | undefined;
+  /** When the latest sample came (an idle spell since begins the window again). */
+  let lastSampleAt = -Infinity;
   let sum = 0;
   let count = 0;
   /** In slow start's short windows: the samples of requests that began in the window. */
@@ -415,13 +417,15 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       if (!(latencyMs >= 0 && latencyMs < Infinity)) return; // NaN, negative (a clock that went back), Infinity: not a sample
       hold(now, typeof held === "number" && held > inFlight ? held : inFlight);
       if (lent > 0) repay(Math.max(heldMost, heldBefore));
-      if (windowStart !== undefined && now - windowStart > STALE_WINDOWS * windowMs) {
+      if (windowStart !== undefined && now - lastSampleAt > STALE_WINDOWS * windowMs) {
         // Read with what comes after an idle spell, such samples judged a window of today's
         // work: a day later, nine 300 ms samples and one fresh 20 ms one read as 272 ms and
-        // halved the limit (a review).
+        // halved the limit (a review). The gap, not the window's age: at a few requests a
+        // minute a window takes minutes to fill, and still closes.
         sum = count = ownSum = ownCount = inFlightSum = used = usedShort = 0;
         windowStart = undefined;
       }
+      lastSampleAt = now;
       if (windowStart === undefined) {
         windowStart = now;
         if (starting) rampedAt = now;

@@ -76,6 +76,14 @@ describe("adaptive limit", () => {
       assert.equal(a.windows, before + 1, "today's samples make a window of their own");
       assert.equal(a.limit, limit, `stale samples: ${stale}`);
     }
+    // A window filled slowly (a request every 8 s, ten to a window) is no idle spell: it closes.
+    const slow = createAdaptiveLimit({ queueing: () => false });
+    let t = 0;
+    for (let i = 0; i < 2000; i++) slow.sample(20, slow.limit, (t += 2));
+    for (let i = 0; i < 30; i++) slow.sample(45, slow.limit, (t += 10)); // ends slow start
+    const w = slow.windows!;
+    for (let i = 0; i < 450; i++) slow.sample(20, 1, (t += 8000));
+    assert.ok(slow.windows! - w >= 40, `${slow.windows! - w} windows in an hour`);
   });
 
   test("adaptive limit: CPU-bound work keeps the limit small (latency grows with every permit)", () => {
