@@ -8,7 +8,7 @@ import { _safeLogger } from "./_user_code.ts";
 import type { GuardOptions } from "./guard_types.ts";
 import { type _ConcurrencyLimit, _createConcurrencyLimit, DEFAULT_SHED_WAIT_MS } from "./overload/concurrency_limit.ts";
 import { type AdaptiveLimitOptions, createAdaptiveLimit } from "./overload/adaptive_limit.ts";
-import { createLoadMonitor, type LoadMonitor } from "./overload/load_monitor.ts";
+import { _LOAD_MONITOR_KEYS, createLoadMonitor, type LoadMonitor } from "./overload/load_monitor.ts";
 import { createMemoryCeiling, type MemoryCeiling } from "./overload/memory_ceiling.ts";
 import { _durationMs, _given, _object, _onlyKnown } from "./_validate.ts";
 import { _MEMORY_KEYS } from "./_option_keys.ts";
@@ -30,7 +30,7 @@ export function _processGates(what: string, o: GuardOptions, config: ResolvedCon
   const loadOption = _given(o.loadMonitor, host !== undefined);
   const load = loadOption === false
     ? undefined
-    : createLoadMonitor({ ...(loadOption === true ? {} : _object(what, "loadMonitor", loadOption)), clock });
+    : createLoadMonitor({ ...(loadOption === true ? {} : _onlyKnown(what, _object(what, "loadMonitor", loadOption), _LOAD_MONITOR_KEYS, "loadMonitor")), clock });
   const adaptive = config.concurrencyLimit;
   const concurrency = _createConcurrencyLimit({
     limit: typeof adaptive === "number"

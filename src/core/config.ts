@@ -1,5 +1,5 @@
-import { _durationMs, _object, _options, _positiveIntOrInfinity } from "./_validate.ts";
-import { type AdaptiveLimitOptions, createAdaptiveLimit } from "./overload/adaptive_limit.ts";
+import { _durationMs, _object, _onlyKnown, _options, _positiveIntOrInfinity } from "./_validate.ts";
+import { _ADAPTIVE_LIMIT_KEYS, type AdaptiveLimitOptions, createAdaptiveLimit } from "./overload/adaptive_limit.ts";
 import { _bodyLimitCeiling, _resolveRouteBodyLimits, type RouteBodyLimit } from "./request/body_caps.ts";
 
 /** The service-wide knobs. Every field is optional; {@linkcode resolveConfig} fills defaults. */
@@ -76,13 +76,12 @@ const WHAT = "resolve config";
 const _concurrencyLimit = (value: unknown): number | Readonly<AdaptiveLimitOptions> => {
   if (value === undefined) return DEFAULT_CONFIG.concurrencyLimit;
   if (typeof value === "object" && value !== null) {
-    const options = _object(WHAT, "concurrencyLimit", value as AdaptiveLimitOptions);
+    const options = _onlyKnown(WHAT, _object(WHAT, "concurrencyLimit", value as AdaptiveLimitOptions), _ADAPTIVE_LIMIT_KEYS, "concurrencyLimit");
     try {
       createAdaptiveLimit(options);
     } catch (error) {
       // Named after the config field, with the adaptive limiter's own reason.
       if (error instanceof RangeError) throw new RangeError(`Cannot ${WHAT} as "concurrencyLimit" is not a valid adaptive limit: ${error.message}`);
-      if (error instanceof TypeError) throw new TypeError(`Cannot ${WHAT} as "concurrencyLimit" is not a valid adaptive limit: ${error.message}`);
       throw error;
     }
     return Object.freeze({ ...options });

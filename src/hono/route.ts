@@ -28,6 +28,7 @@ import {
   _NOT_CARRIED,
   type _KeyList,
   _onlyKnown,
+  _IN_FLIGHT_LIMITER_KEYS,
 } from "../core/mod.ts";
 import type { Context } from "hono";
 import { _requireContext, hygieneContext, peerOf } from "./context.ts";
@@ -262,7 +263,11 @@ export interface InFlightCapOptions extends InFlightLimiterOptions {
  * app.get("/export", inFlightCap({ perKey: 1, overall: 8 }), (c) => c.text("one at a time per client"));
  * ```
  */
+/** Every option of {@linkcode InFlightCapOptions}: any other key is refused when the middleware is made. */
+const IN_FLIGHT_CAP_KEYS: _KeyList<InFlightCapOptions> = { ..._IN_FLIGHT_LIMITER_KEYS, key: true };
+
 export const inFlightCap = (options: InFlightCapOptions = {}): MiddlewareHandler => {
+  if (typeof options === "object" && options !== null) _onlyKnown("create inFlightCap", options, IN_FLIGHT_CAP_KEYS);
   const { key, onEvent, ...limiterOptions } = options;
   // Refusals are reported here, to the request's guard or else to `onEvent`; the limiter's
   // own sink keeps only its faults, so a refusal is never counted twice.

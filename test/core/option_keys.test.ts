@@ -62,14 +62,11 @@ describe("option keys", () => {
       [() => createHost({ rSS: () => 1 } as never), "create host", "rSS", "rss"],
     ];
     for (const [make, what, key, near] of cases) assert.throws(make, refused(what, key, near), key);
-    // A nested adaptive limit is named after the guard's field.
-    assert.throws(() => createGuard({ concurrencyLimit: { maxlimit: 5 } } as never), {
-      name: "TypeError",
-      message: 'Cannot resolve config as "concurrencyLimit" is not a valid adaptive limit: Cannot create adaptive limit as "maxlimit" is not an option (did you mean "maxLimit"?)',
-    });
-    assert.throws(() => createGuard({ loadMonitor: { highWatermarkMS: 5 } } as never), refused("create load monitor", "highWatermarkMS", "highWatermarkMs"));
-    assert.throws(() => createGuard({ inFlightPerKey: { perkey: 2 } } as never), refused("create in-flight limiter", "perkey", "perKey"));
-    assert.throws(() => createGuard({ clientKey: { ipv6prefix: 48 } } as never), refused("create client key", "ipv6prefix", "ipv6Prefix"));
+    // Nested options are named by their path from the guard's options.
+    assert.throws(() => createGuard({ concurrencyLimit: { maxlimit: 5 } } as never), refused("resolve config", "concurrencyLimit.maxlimit", "maxLimit"));
+    assert.throws(() => createGuard({ loadMonitor: { highWatermarkMS: 5 } } as never), refused("create guard", "loadMonitor.highWatermarkMS", "highWatermarkMs"));
+    assert.throws(() => createGuard({ inFlightPerKey: { perkey: 2 } } as never), refused("create guard", "inFlightPerKey.perkey", "perKey"));
+    assert.throws(() => createGuard({ clientKey: { ipv6prefix: 48 } } as never), refused("create guard", "clientKey.ipv6prefix", "ipv6Prefix"));
   });
 
   test("option keys: an option left undefined sets nothing and is taken, known or not; every known option is taken", () => {

@@ -224,6 +224,10 @@ describe(`examples: edge server (${runtime})`, () => {
     const imports = (file: string) => [...readFileSync(new URL(`../../${file}`, import.meta.url), "utf8").matchAll(/^import .* from "([^"]+)";$/gm)].map((m) => m[1]);
     assert.deepEqual(imports("examples/edge-server.ts"), ["./edge/startup.ts"]);
     assert.deepEqual(imports("examples/edge/startup.ts"), []);
+    // And it goes only once serve() has installed its own (removed first, Node lost a signal it
+    // had caught but not yet delivered).
+    const main = readFileSync(new URL("../../examples/edge/main.ts", import.meta.url), "utf8");
+    assert.ok(main.indexOf("adapter.serve(") < main.indexOf("endStartup();"), "endStartup() after serve() is called");
   });
 
   test(`edge server: an invalid variable stops startup with a message naming it (${runtime})`, async () => {

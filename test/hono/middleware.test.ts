@@ -441,7 +441,8 @@ describe(`hono middleware (${runtime})`, () => {
   test("hono: hygiene(), rateLimit() and inFlightCap() refuse an option they do not have, naming the nearest", () => {
     assert.throws(() => hygiene({ bodyLimit: 10 } as never), { name: "TypeError", message: 'Cannot create guard as "bodyLimit" is not an option (did you mean "bodyLimitBytes"?)' });
     assert.throws(() => rateLimit({ limiter: createFixedWindowLimiter({ limit: 1 }), header: true } as never), { name: "TypeError", message: 'Cannot create rateLimit as "header" is not an option (did you mean "headers"?)' });
-    assert.throws(() => inFlightCap({ perkey: 2 } as never), { name: "TypeError", message: 'Cannot create in-flight limiter as "perkey" is not an option (did you mean "perKey"?)' });
+    assert.throws(() => inFlightCap({ perkey: 2 } as never), { name: "TypeError", message: 'Cannot create inFlightCap as "perkey" is not an option (did you mean "perKey"?)' });
+    assert.throws(() => inFlightCap({ keys: () => "k" } as never), { name: "TypeError", message: 'Cannot create inFlightCap as "keys" is not an option (did you mean "key"?)' });
   });
 
   test("hono: rateLimit on /login answers 429 + Retry-After per client key, before the handler runs", async () => {

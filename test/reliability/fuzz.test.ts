@@ -186,7 +186,9 @@ function check(knob: Knob, value: unknown): void {
   }
   assert.ok(thrown !== undefined, `${knob.name} = ${shown} (${typeof value}) is invalid but was accepted`);
   assert.ok(thrown instanceof RangeError || thrown instanceof TypeError, `${knob.name} = ${shown}: threw ${String(thrown)}`);
-  assert.ok((thrown as Error).message.includes(`"${knob.field}"`), `${knob.name} = ${shown}: the message does not name "${knob.field}": ${(thrown as Error).message}`);
+  // The field, or a key inside it that it does not have ("concurrencyLimit.maxlimit").
+  const message = (thrown as Error).message;
+  assert.ok(message.includes(`"${knob.field}"`) || message.includes(`"${knob.field}.`), `${knob.name} = ${shown}: the message does not name "${knob.field}": ${message}`);
 }
 
 /** Every header value a runtime could hand over: latin-1 without CR, LF, NUL. */

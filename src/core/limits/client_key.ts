@@ -113,7 +113,7 @@ function _forwardedForsFromRight(value: string): (string | null)[] {
 }
 
 /** Every option of {@linkcode ClientKeyOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
-const CLIENT_KEY_KEYS: _KeyList<ClientKeyOptions> = { trustedProxies: true, proxyHeader: true, ipv6Prefix: true, unknownKey: true };
+export const _CLIENT_KEY_KEYS: _KeyList<ClientKeyOptions> = { trustedProxies: true, proxyHeader: true, ipv6Prefix: true, unknownKey: true };
 
 /**
  * Prepares a client-key function: trusted-proxy CIDRs are parsed once, here.
@@ -147,7 +147,7 @@ const CLIENT_KEY_KEYS: _KeyList<ClientKeyOptions> = { trustedProxies: true, prox
  */
 export function createClientKey(options?: ClientKeyOptions): ClientKeyFunction {
   const what = "create client key";
-  const o = _options(what, options, CLIENT_KEY_KEYS);
+  const o = _options(what, options, _CLIENT_KEY_KEYS);
   const proxies = _given(o.trustedProxies, []);
   if (!Array.isArray(proxies)) {
     throw new TypeError(`Cannot ${what} as "trustedProxies" must be an array: current value is ${_show(proxies)}`);

@@ -139,7 +139,7 @@ function _clampCap(what: string, field: string, value: number): number {
 }
 
 /** Every option of {@linkcode InFlightLimiterOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
-const IN_FLIGHT_LIMITER_KEYS: _KeyList<InFlightLimiterOptions> = { perKey: true, overall: true, shedWaitMs: true, maxKeys: true, retryAfterMs: true, clock: true, name: true, onEvent: true };
+export const _IN_FLIGHT_LIMITER_KEYS: _KeyList<InFlightLimiterOptions> = { perKey: true, overall: true, shedWaitMs: true, maxKeys: true, retryAfterMs: true, clock: true, name: true, onEvent: true };
 
 /**
  * Creates a per-key in-flight limiter. A key's slot is reserved before it waits for a lane
@@ -182,7 +182,7 @@ export interface _InFlightLimiter extends InFlightLimiter {
 /** {@linkcode createInFlightLimiter} with what the guard's per-key gate needs of it (internal). */
 export function _createInFlightLimiter(options?: InFlightLimiterOptions): _InFlightLimiter {
   const what = "create in-flight limiter";
-  const o = _options(what, options, IN_FLIGHT_LIMITER_KEYS);
+  const o = _options(what, options, _IN_FLIGHT_LIMITER_KEYS);
   const perKey = _clampCap(what, "perKey", _given(o.perKey, 16));
   const overall = _clampCap(what, "overall", _given(o.overall, 1024));
   const shedWaitMs = _durationMs(what, "shedWaitMs", _given(o.shedWaitMs, 0), { zero: true });

@@ -1,7 +1,7 @@
 import type { Clock } from "../clock.ts";
-import { type ClientKeyFunction, type ClientKeyOptions, createClientKey } from "./client_key.ts";
+import { _CLIENT_KEY_KEYS, type ClientKeyFunction, type ClientKeyOptions, createClientKey } from "./client_key.ts";
 import type { EventSink } from "../events.ts";
-import { _createInFlightLimiter, type _InFlightLimiter, type createInFlightLimiter, type InFlightLimiterOptions, type Slot } from "./inflight_limit.ts";
+import { _createInFlightLimiter, _IN_FLIGHT_LIMITER_KEYS, type _InFlightLimiter, type createInFlightLimiter, type InFlightLimiterOptions, type Slot } from "./inflight_limit.ts";
 import { rateLimitedResponse } from "./rate_headers.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _oneRule } from "../gates/_one_rule.ts";
@@ -98,7 +98,7 @@ export interface _KeyedParts {
 export function _guardKey(options: KeyedGatesOptions): Pick<_KeyedParts, "keyOf" | "ownKey"> {
   const keyOf: ClientKeyFunction = typeof options.clientKey === "function"
     ? options.clientKey
-    : createClientKey(options.clientKey === undefined ? undefined : _object("create guard", "clientKey", options.clientKey));
+    : createClientKey(options.clientKey === undefined ? undefined : _onlyKnown("create guard", _object("create guard", "clientKey", options.clientKey), _CLIENT_KEY_KEYS, "clientKey"));
   return { keyOf, ownKey: typeof options.clientKey !== "function" };
 }
 
@@ -109,7 +109,7 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink, clock?:
     throw new TypeError(`Cannot create guard as "rateLimits" must be an array: current value is ${_show(rules)}`);
   }
   const keyOf = key.keyOf;
-  const perKey = options.inFlightPerKey === undefined ? undefined : _object("create guard", "inFlightPerKey", options.inFlightPerKey);
+  const perKey = options.inFlightPerKey === undefined ? undefined : _onlyKnown("create guard", _object("create guard", "inFlightPerKey", options.inFlightPerKey), _IN_FLIGHT_LIMITER_KEYS, "inFlightPerKey");
   if (rules.length === 0 && perKey === undefined) return undefined;
   type Ctx = { request: Request; key: string };
   // Two rules under one name would be one budget in the scoped limiter: said in the guard's terms.

@@ -181,7 +181,7 @@ const MAX_SPAN_WINDOWS = 10;
 const STALE_WINDOWS = 600;
 
 /** Every option of {@linkcode AdaptiveLimitOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
-const ADAPTIVE_LIMIT_KEYS: _KeyList<AdaptiveLimitOptions> = { initialLimit: true, minLimit: true, maxLimit: true, tolerance: true, smoothing: true, windowMs: true, windowSamples: true, queueing: true, idle: true };
+export const _ADAPTIVE_LIMIT_KEYS: _KeyList<AdaptiveLimitOptions> = { initialLimit: true, minLimit: true, maxLimit: true, tolerance: true, smoothing: true, windowMs: true, windowSamples: true, queueing: true, idle: true };
 
 /**
  * Creates an adaptive concurrency limit: the guard's default (`concurrencyLimit` left out).
@@ -200,7 +200,7 @@ const ADAPTIVE_LIMIT_KEYS: _KeyList<AdaptiveLimitOptions> = { initialLimit: true
  */
 export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLimit {
   const what = "create adaptive limit";
-  const o = _options(what, options, ADAPTIVE_LIMIT_KEYS);
+  const o = _options(what, options, _ADAPTIVE_LIMIT_KEYS);
   const minLimit = _positiveInt(what, "minLimit", _given(o.minLimit, 1));
   const maxLimit = _positiveInt(what, "maxLimit", _given(o.maxLimit, Math.max(1000, minLimit)));
   if (maxLimit < minLimit) _fail(what, "maxLimit", `at least "minLimit" (${minLimit})`, maxLimit);

@@ -114,7 +114,7 @@ export interface LoadMonitor {
 const FROZEN_MIN_MS = 1000;
 
 /** Every option of {@linkcode LoadMonitorOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
-const LOAD_MONITOR_KEYS: _KeyList<LoadMonitorOptions> = { sampleIntervalMs: true, highWatermarkMs: true, lowWatermarkMs: true, minAdmitShare: true, smoothing: true, recoveryStep: true, idleAfterMs: true, maxBatchMs: true, deferAboveMs: true, retryAfterMs: true, clock: true };
+export const _LOAD_MONITOR_KEYS: _KeyList<LoadMonitorOptions> = { sampleIntervalMs: true, highWatermarkMs: true, lowWatermarkMs: true, minAdmitShare: true, smoothing: true, recoveryStep: true, idleAfterMs: true, maxBatchMs: true, deferAboveMs: true, retryAfterMs: true, clock: true };
 
 /**
  * A portable event-loop load monitor: a timer-drift probe (a native histogram is unreliable
@@ -167,7 +167,7 @@ const LOAD_MONITOR_KEYS: _KeyList<LoadMonitorOptions> = { sampleIntervalMs: true
  */
 export function createLoadMonitor(options?: LoadMonitorOptions): LoadMonitor {
   const what = "create load monitor";
-  const o = _options(what, options, LOAD_MONITOR_KEYS);
+  const o = _options(what, options, _LOAD_MONITOR_KEYS);
   const interval = _durationMs(what, "sampleIntervalMs", _given(o.sampleIntervalMs, 10));
   const high = _durationMs(what, "highWatermarkMs", _given(o.highWatermarkMs, 40));
   const low = _durationMs(what, "lowWatermarkMs", _given(o.lowWatermarkMs, 15));
