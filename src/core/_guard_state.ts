@@ -134,11 +134,14 @@ const _over = (share: () => number, load: LoadMonitor | undefined, limit: number
  */
 export function _cpuSpare(cpuMs: () => number | undefined, clock: Clock, cores = 1): _Spare {
   const share = _cpuShare(cpuMs, clock, undefined, _CPU_SPARE_SPAN_MS, _CPU_READ_MS);
-  return Object.assign(() => share() < _CPU_BUSY_SHARE * cores, { forget: share.forget });
+  return Object.assign(() => share() < _CPU_BUSY_SHARE * cores, { forget: share.forget, idle: () => share() < _CPU_IDLE_SHARE * cores });
 }
 
-/** {@linkcode _cpuSpare}'s reading; `forget()` makes the next one unknown (no CPU to spare). */
-export type _Spare = (() => boolean) & { forget?(): void };
+/**
+ * {@linkcode _cpuSpare}'s reading; `forget()` makes the next one unknown (no CPU to spare);
+ * `idle()`: the process mostly idle (under half of what it may use), not merely short of busy.
+ */
+export type _Spare = (() => boolean) & { forget?(): void; idle?(): boolean };
 
 /** The shortest span {@linkcode _cpuSpare} reads the CPU share over. */
 const _CPU_SPARE_SPAN_MS = 500;

@@ -76,12 +76,15 @@ export const REFUSAL_HOLD_MS = 100;
  * goodput to a 10 ms bound and ~10 % to 500 ms holds; and with "no request waits for a
  * permit" as the condition instead, the refusals held at the end of an I/O-bound storm kept
  * the bound short once the load fell, and it refused more, held in turn (146 refusals for
- * 1.5 s after the storm, in 1 of 3 step runs). Nor while the process has CPU to spare: a batch
- * runs from a probe to the next (10 ms), so a probe a millisecond late lets a quiet server's
- * arrivals pass the bound; under the hot-path load (GET / "ok", 64 connections) one held
- * refusal kept it short, each refusal held 500 ms brought the next, and the server answered
- * 2,400 requests a second at 13 % of a core, 448 of them 503 (Deno, 1 of 6 runs, 7 December
- * 2026), where it serves ~45,000 at a full core.
+ * 1.5 s after the storm, in 1 of 3 step runs). Nor while the process is mostly idle (under half
+ * of what it may use, over its last half-second): a batch runs from a probe to the next (10 ms),
+ * so a probe a millisecond late lets a quiet server's arrivals pass the bound; under the
+ * hot-path load (GET / "ok", 64 connections) one held refusal kept it short, each refusal held
+ * 500 ms brought the next, and the server answered 2,400 requests a second at 13 % of a core,
+ * 448 of them 503 (Deno, 1 of 6 runs, 7 December 2026), where it serves ~45,000 at a full core.
+ * Not "CPU to spare" (under 70 %): a synchronous storm idling behind its held refusals read so
+ * at ~67 % and lost the short bound mid-storm (admitted p99 after the first second 38–42 ms
+ * against 20–22 in 2 of 4 runs at 64 connections: a review).
  */
 export const HELD_BATCH_MS = 10;
 
@@ -118,8 +121,9 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
   const queue = waits && clock.setImmediate !== undefined ? new _TurnQueue(clock, wait.waitMs, wait.maxWaiting, () => load.pace(), roomNow) : undefined;
   // Set by a forced drain: what still waits is refused as the drain's, not as the load's.
   const state = { forced: false };
-  // The last probe's reading of the Host's CPU time: the process has CPU to spare.
-  let spareNow = false;
+  // The last probe's reading of the Host's CPU time: the process mostly idle (under half of what
+  // it may use; see HELD_BATCH_MS).
+  let idleNow = false;
   const held = waits && queue === undefined ? _heldRefusals(clock, Math.min(wait.waitMs, REFUSAL_HOLD_MS), wait.waitMs, wait.maxWaiting, state) : undefined;
   const off =
     queue !== undefined
@@ -132,7 +136,7 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
             // unknown too (read on through the quiet second, a storm after a spell of 1.2-1.5 s
             // read it as CPU to spare for ~500 ms: a review).
             const cpuToSpare = load.running ? spare?.() === true : (spare?.forget?.(), false);
-            spareNow = cpuToSpare;
+            idleNow = cpuToSpare && spare?.idle?.() === true;
             // The turn queue's room: while the monitor reads normal, as many as fit the batch
             // bound; with CPU to spare only, one slice (a review: 20 held 1 ms handlers all
             // started in one busy probe's turn).
@@ -157,10 +161,10 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
         return PASS;
       }
       if (queue !== undefined && queue.length > 0) return later(a, batch);
-      // Where refusals are held: while no permit is in use (synchronous work) and the process has
-      // no CPU to spare, the turn's batch is shorter once some are held, and a refusal is held the
+      // Where refusals are held: while no permit is in use (synchronous work) and the process is
+      // not mostly idle, the turn's batch is shorter once some are held, and a refusal is held the
       // whole wait bound (HELD_BATCH_MS).
-      const short = held !== undefined && held.length > 0 && permits?.inFlight === 0 && !spareNow;
+      const short = held !== undefined && held.length > 0 && permits?.inFlight === 0 && !idleNow;
       const why = load.refusal(a.startedAt, short ? HELD_BATCH_MS : Infinity);
       if (why === undefined || (why === "busy" && permits !== undefined && permits.waiting > 0)) return PASS;
       const refusal = why === "batch" ? batch : busy;

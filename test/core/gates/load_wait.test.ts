@@ -751,10 +751,24 @@ describe("load gate: with CPU to spare, a stall is not a reason to refuse (a clo
   // The hot-path benchmark (Deno, GET / at 64 connections): a batch runs from one probe to the
   // next, so a probe a millisecond late let arrivals pass the short bound; one held refusal kept
   // it short, and the server answered 2,400 requests a second at 13 % of a core, 448 of them 503.
-  test("load gate, held refusals: with CPU to spare, a refusal held does not shorten the batch (a probe late by a millisecond is no storm)", async () => {
+  test("load gate, held refusals: with the process mostly idle, a refusal held does not shorten the batch (a probe late by a millisecond is no storm); at 60 % of a core it does", async () => {
+    const busier = spareSetup(false);
+    busier.setShare(0.6); // CPU to spare, but not idle: a synchronous storm idling behind its held refusals
+    busier.get("/1");
+    busier.advance(600);
+    busier.get("/slow");
+    busier.get("/late");
+    busier.advance(10);
+    busier.get("/2");
+    busier.stall(11);
+    busier.get("/3"); // 11 ms into the batch, a refusal held: past HELD_BATCH_MS, held too
+    await flushMicrotasks();
+    assert.deepEqual(busier.handled, ["/1", "/slow", "/2"]);
+    assert.equal(busier.guard.waitingForTurn, 2);
+    busier.guard.dispose();
     const { advance, stall, guard, handled, denials, get } = spareSetup(false);
     get("/1");
-    advance(600); // a span at 20 % of a core: CPU to spare
+    advance(600); // a span at 20 % of a core: mostly idle
     get("/slow"); // the turn's first admission, 30 ms of work
     get("/late"); // past the 25 ms batch bound: held (no permit in use: the long hold)
     advance(10); // the probe ends the turn
