@@ -36,6 +36,7 @@ export const _GUARD_KEYS: _KeyList<GuardOptions> = Object.freeze({
 /** The guard's `memory` option's own keys. */
 export const _MEMORY_KEYS: _KeyList<NonNullable<GuardOptions["memory"]>> = Object.freeze({ ceilingBytes: true, intervalMs: true, resumeBelowBytes: true, collect: true });
 
+/** `keys` without `drop` (serve() takes the guard's options but the two it sets itself). */
 export function _without<T extends object, K extends keyof T>(keys: T, ...drop: K[]): Omit<T, K> {
   const rest: Partial<T> = { ...keys };
   for (const k of drop) delete rest[k];

@@ -115,13 +115,20 @@ function _nearest(key: string, options: readonly string[]): string | undefined {
   return best;
 }
 
-/** Levenshtein distance (options are short: the quadratic table is a few hundred cells). */
+/**
+ * Edit distance, two letters swapped counting as one typo (`kye`, `brust`); options are short:
+ * the quadratic table is a few hundred cells.
+ */
 function _distance(a: string, b: string): number {
+  let before: number[] = [];
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = row;
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(row[j]!, before[j - 2]! + 1);
+    }
+    [before, prev] = [prev, row];
   }
   return prev[b.length]!;
 }

@@ -9,9 +9,8 @@ import { validateLifecycle } from "./lifecycle/lifecycle_config.ts";
 import { createHealth, type Health } from "./lifecycle/readiness.ts";
 import type { Server, ServerAddress } from "./host/server.ts";
 import { createShutdownController, type ShutdownController } from "./lifecycle/shutdown_controller.ts";
-import { _given, _onlyKnown, _options, _show } from "./_validate.ts";
+import { _given, type _KeyList, _onlyKnown, _options, _show } from "./_validate.ts";
 import { _GUARD_KEYS, _without } from "./_option_keys.ts";
-import type { _KeyList } from "./_validate.ts";
 import { _safeLogger, _settleQuietly } from "./_user_code.ts";
 
 /** Options of an adapter's `serve(handler, options)`: where to listen, the guard, the lifecycle. */

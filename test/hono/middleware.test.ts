@@ -443,6 +443,7 @@ describe(`hono middleware (${runtime})`, () => {
     assert.throws(() => rateLimit({ limiter: createFixedWindowLimiter({ limit: 1 }), header: true } as never), { name: "TypeError", message: 'Cannot create rateLimit as "header" is not an option (did you mean "headers"?)' });
     assert.throws(() => inFlightCap({ perkey: 2 } as never), { name: "TypeError", message: 'Cannot create inFlightCap as "perkey" is not an option (did you mean "perKey"?)' });
     assert.throws(() => inFlightCap({ keys: () => "k" } as never), { name: "TypeError", message: 'Cannot create inFlightCap as "keys" is not an option (did you mean "key"?)' });
+    assert.throws(() => inFlightCap({ kye: () => "k" } as never), { name: "TypeError", message: 'Cannot create inFlightCap as "kye" is not an option (did you mean "key"?)' });
   });
 
   test("hono: rateLimit on /login answers 429 + Retry-After per client key, before the handler runs", async () => {
