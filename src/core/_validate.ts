@@ -90,7 +90,9 @@ export function _options<T extends object>(what: string, value: T | undefined, k
  * option (`shedWaitMS`, `bodyLimit`, a runtime's own `signal`) was ignored, and the bound it was
  * meant to set silently kept its default (a review). `field`: where a nested object sits.
  */
-export function _onlyKnown<T extends object>(what: string, value: T, known: Readonly<Record<string, true>>, field?: string): T {
+export function _onlyKnown<T>(what: string, value: T, known: Readonly<Record<string, true>>, field?: string): T {
+  // Not an object: its own check says what is wrong with it.
+  if (typeof value !== "object" || value === null) return value;
   for (const key of Object.keys(value)) {
     // One left undefined sets nothing (a config object spread in whole may carry such keys).
     if (Object.hasOwn(known, key) || (value as Record<string, unknown>)[key] === undefined) continue;

@@ -184,7 +184,7 @@ export interface RateLimitOptions {
 const RATE_LIMIT_KEYS: _KeyList<RateLimitOptions> = { limiter: true, key: true, headers: true, scope: true };
 
 export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
-  if (typeof options === "object" && options !== null) _onlyKnown("create rateLimit", options, RATE_LIMIT_KEYS);
+  _onlyKnown("create rateLimit", options, RATE_LIMIT_KEYS);
   const limiter = options?.limiter;
   // Checked when the app is built, not on the first request (a factory passed for its limiter,
   // a limiter missing): a route that answers 500 to every request would be found late.
@@ -267,7 +267,7 @@ export interface InFlightCapOptions extends InFlightLimiterOptions {
 const IN_FLIGHT_CAP_KEYS: _KeyList<InFlightCapOptions> = { ..._IN_FLIGHT_LIMITER_KEYS, key: true };
 
 export const inFlightCap = (options: InFlightCapOptions = {}): MiddlewareHandler => {
-  if (typeof options === "object" && options !== null) _onlyKnown("create inFlightCap", options, IN_FLIGHT_CAP_KEYS);
+  _onlyKnown("create inFlightCap", options, IN_FLIGHT_CAP_KEYS);
   const { key, onEvent, ...limiterOptions } = options;
   // Refusals are reported here, to the request's guard or else to `onEvent`; the limiter's
   // own sink keeps only its faults, so a refusal is never counted twice.

@@ -123,7 +123,7 @@ export function _keyedParts(options: KeyedGatesOptions, sink: EventSink, clock?:
   // The rules' own functions, checked here: wrapped for the scoped limiter, one that is not a
   // function (a typo) would fail every request closed (429s and faults) instead of at startup.
   rules.forEach((rule, i) => {
-    if (typeof rule === "object" && rule !== null) _onlyKnown("create guard", rule, RULE_KEYS, `rateLimits[${i}]`);
+    _onlyKnown("create guard", rule, RULE_KEYS, `rateLimits[${i}]`);
     for (const field of ["key", "skip"] as const) {
       const f = rule?.[field];
       if (f !== undefined && typeof f !== "function") {

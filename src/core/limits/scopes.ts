@@ -143,7 +143,7 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C> & { scop
 export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): SharedScopedLimiter<C>;
 export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): ScopedLimiter<C> | SharedScopedLimiter<C> {
   const what = "create scoped limiter";
-  if (typeof options === "object" && options !== null) _onlyKnown(what, options, SCOPED_LIMITER_KEYS);
+  _onlyKnown(what, options, SCOPED_LIMITER_KEYS);
   const scopes = options?.scopes;
   if (!Array.isArray(scopes) || scopes.length === 0) {
     throw new TypeError(`Cannot ${what} as "scopes" must be a non-empty array: current value is ${_show(scopes)}`);
@@ -151,7 +151,7 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): Scoped
   const names = new Set<string>();
   const limiters = new Set<RateLimiter | SharedRateLimiter>();
   for (const s of scopes) {
-    if (typeof s === "object" && s !== null) _onlyKnown(what, s, SCOPE_KEYS, `scopes[${names.size}]`);
+    _onlyKnown(what, s, SCOPE_KEYS, `scopes[${names.size}]`);
     if (typeof s?.name !== "string" || names.has(s.name)) {
       throw new TypeError(`Cannot ${what} as every scope needs a distinct "name": current value is ${_show(s?.name)}`);
     }
