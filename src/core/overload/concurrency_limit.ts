@@ -258,10 +258,14 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
   let parking = false;
   let calm: TimerHandle | undefined;
 
+  // Whether a permit is free: one within the limit, and with the parked ones never past
+  // mostHeld (the limit grown while permits were parked filled up to it: a review, 3 held at a
+  // maxLimit of 2).
+  const free = () => inFlight < limit && inFlight + parked < mostHeld;
   // Hands free permits to waiters while there are both (the limit may have grown). `since` and
   // `oldest`: see _WaitQueue.take.
   const admitWaiting = (now: number, since: number, oldest = false) => {
-    while (inFlight < limit) {
+    while (free()) {
       const w = queue.take(now, since, oldest);
       if (w === undefined) break;
       inFlight++;
@@ -297,7 +301,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       if (queue.length > 0 && !parking) {
         const since = waitSince();
         admitWaiting(now, since);
-        if (queue.length > 0 && inFlight < limit) settleHeld(now, since);
+        if (queue.length > 0 && free()) settleHeld(now, since);
       }
     }
     if (inFlight + parked === 0) wakeIdle();
@@ -380,7 +384,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
     }
     calm ??= clock.setTimeout(() => {
       calm = undefined;
-      if (queue.length > 0 && inFlight < limit) settleHeld(clock.now(), waitSince());
+      if (queue.length > 0 && free()) settleHeld(clock.now(), waitSince());
     }, Math.min(pressedAt + lifoAfterMs + 1 - now, MAX_TIMER_MS));
   };
 
@@ -396,7 +400,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       now ??= clock.now();
       tellHeld(now);
     }
-    if (inFlight >= limit) {
+    if (!free()) {
       pressedAt = now ??= clock.now();
       // Work waiting on its client may give up its place soon (_body_waits.ts comes back for it).
       whenFull?.(now, false);

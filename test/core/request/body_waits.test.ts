@@ -3,6 +3,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { _createConcurrencyLimit, type Permit, type Refusal } from "../../../src/core/overload/concurrency_limit.ts";
+import { createAdaptiveLimit } from "../../../src/core/overload/adaptive_limit.ts";
 import { _BodyWaits, PARK_AFTER_MS, PARK_AT_DUE_MS } from "../../../src/core/request/_body_waits.ts";
 import { createManualClock } from "../../../src/testing/manual_clock.ts";
 import { flushMicrotasks } from "../../support/flush.ts";
@@ -89,6 +90,31 @@ describe("body waits", () => {
     fixed.tryAcquire();
     assert.equal(fixed._park(f), false);
     assert.equal(fixed.tryAcquire().ok, false);
+  });
+
+  test("a limit grown while permits are parked admits no waiter past maxLimit held in all (a review: the real adaptive limit at 1 of 2, one parked, grew at a wait bound and 3 were held)", () => {
+    const clock = createManualClock(1000);
+    const adaptive = createAdaptiveLimit({ initialLimit: 1, maxLimit: 2 });
+    const concurrency = _createConcurrencyLimit({ limit: adaptive, shedWaitMs: 100, clock });
+    const upload = concurrency.tryAcquire() as Permit;
+    assert.ok(upload.ok);
+    assert.equal(concurrency._park(upload), true, "its body waits on its client");
+    const next = concurrency.tryAcquire();
+    assert.ok(next.ok, "its place went on");
+    const outcomes: string[] = [];
+    for (const name of ["c", "d"]) {
+      const now = concurrency._acquireFor(name, (ctx, p) => void outcomes.push(`${ctx}:${p.ok ? "permit" : p.reason}`));
+      assert.equal(now, undefined, "it waits");
+    }
+    clock.advance(100); // no permit came back for a wait bound: the limit grows (to its maxLimit, 2)
+    assert.equal(concurrency.limit, 2);
+    assert.ok(concurrency.inFlight <= 2, `held in all ${concurrency.inFlight}, parked included: never past maxLimit 2`);
+    assert.deepEqual(outcomes, ["c:queue-timeout", "d:queue-timeout"], "no place within maxLimit for either");
+    assert.equal(concurrency.tryAcquire().ok, false, "nor for a new one");
+    concurrency._unpark(upload);
+    assert.equal(concurrency.inFlight, 2);
+    upload.complete();
+    assert.ok(concurrency.tryAcquire().ok, "its place came back");
   });
 
   test(`a request finding the limit full parks the permits of requests that have read their bodies ${PARK_AFTER_MS} ms with a read pending — not a younger one, nor one not waiting on its client`, async () => {
