@@ -151,6 +151,14 @@ export function _object<T>(what: string, field: string, value: T): T {
   return value;
 }
 
+/** A boolean option, or undefined when it was left out (a string "false" is no boolean: it is truthy). */
+export function _optionalBoolean(what: string, field: string, value: unknown): boolean | undefined {
+  if (value !== undefined && typeof value !== "boolean") {
+    throw new TypeError(`Cannot ${what} as "${field}" must be a boolean: current value is ${_show(value)}`);
+  }
+  return value;
+}
+
 /** A function option, or undefined when it was left out. */
 export function _optionalFunction<T>(what: string, field: string, value: T | undefined): T | undefined {
   if (value !== undefined && typeof value !== "function") {

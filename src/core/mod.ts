@@ -15,7 +15,7 @@ export * from "./serve.ts";
 export * from "./shed_log.ts";
 export * from "./size_gauge.ts";
 // Validation helpers the subpath modules share with the core (same messages everywhere).
-export { _durationMs, type _KeyList, _nonNegativeInt, _onlyKnown, _options, _positiveIntOrInfinity, _show, MAX_TIMER_MS } from "./_validate.ts";
+export { _durationMs, type _KeyList, _nonNegativeInt, _onlyKnown, _optionalBoolean, _options, _positiveIntOrInfinity, _show, MAX_TIMER_MS } from "./_validate.ts";
 // User code called while serving: its failures never reach the request path (_user_code.ts).
 export { _emit } from "./_emit.ts";
 export { _keyResult, _safeLogger, _settleQuietly } from "./_user_code.ts";

@@ -5,7 +5,7 @@
 import { createSystemClock } from "../clock.ts";
 import { consoleLogger, type Host, type Logger } from "./host.ts";
 import { installShutdownSignals, type SignalApi } from "./signals.ts";
-import { _object, _optionalFunction, type _KeyList, _options, _show } from "../_validate.ts";
+import { _object, _optionalBoolean, _optionalFunction, type _KeyList, _options, _show } from "../_validate.ts";
 import { _safeLogger } from "../_user_code.ts";
 
 /** Options of {@linkcode createHost}: the runtime's primitives. Each one left out is a capability the Host lacks. */
@@ -132,9 +132,6 @@ export function createHost(options?: HostOptions): Host {
       if (_serving > 0 && --_serving === 0) channel()?.unref?.();
     };
   }
-  if (o.cloneResponses !== undefined && typeof o.cloneResponses !== "boolean") {
-    throw new TypeError(`Cannot ${WHAT} as "cloneResponses" must be a boolean: current value is ${_show(o.cloneResponses)}`);
-  }
-  if (o.cloneResponses === true) host.cloneResponses = true;
+  if (_optionalBoolean(WHAT, "cloneResponses", o.cloneResponses) === true) host.cloneResponses = true;
   return host;
 }

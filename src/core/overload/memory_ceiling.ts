@@ -2,7 +2,7 @@ import type { Clock, TimerHandle } from "../clock.ts";
 import { systemClock } from "../clock.ts";
 import type { EventSink } from "../events.ts";
 import { _emit } from "../_emit.ts";
-import { _durationMs, _given, _options, _positiveInt, _show, type _KeyList } from "../_validate.ts";
+import { _durationMs, _given, _optionalBoolean, _options, _positiveInt, _show, type _KeyList } from "../_validate.ts";
 
 /** Options of {@linkcode createMemoryCeiling}. */
 export interface MemoryCeilingOptions {
@@ -104,10 +104,7 @@ export function createMemoryCeiling(options: MemoryCeilingOptions): MemoryCeilin
       `Cannot ${what} as "resumeBelowBytes" must not exceed "ceilingBytes": current values are ${resumeBelow} and ${ceilingBytes}`,
     );
   }
-  const collect = _given(o.collect, true);
-  if (typeof collect !== "boolean") {
-    throw new TypeError(`Cannot ${what} as "collect" must be a boolean: current value is ${_show(collect)}`);
-  }
+  const collect = _optionalBoolean(what, "collect", o.collect) ?? true;
   const readLive = _fnOrUndefined(what, "live", o.live);
   const collector = collect ? _fnOrUndefined(what, "collectGarbage", o.collectGarbage) : undefined;
   const read = o.rss;
