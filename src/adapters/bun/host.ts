@@ -1,6 +1,7 @@
 import process from "node:process";
 import { readFileSync } from "node:fs";
-import { _cgroupCores, createHost, type Host, type Logger } from "../../core/mod.ts";
+import { isMainThread } from "node:worker_threads";
+import { _cgroupCores, _workerSignals, createHost, type Host, type Logger } from "../../core/mod.ts";
 
 /** Options of {@linkcode createBunHost}. */
 export interface BunHostOptions {
@@ -36,7 +37,13 @@ export function createBunHost(options: BunHostOptions = {}): Host {
       return (u.user + u.system) / 1000;
     },
     cpuCores: () => _cgroupCores(_readText),
-    signals: { add: (signal, handler) => process.on(signal, handler), remove: (signal, handler) => process.off(signal, handler) },
+    signals: {
+      add: (signal, handler) => {
+        if (!isMainThread) throw _workerSignals();
+        process.on(signal, handler);
+      },
+      remove: (signal, handler) => process.off(signal, handler),
+    },
     exit: (code) => process.exit(code),
     setExitCode: (code) => void (process.exitCode = code),
     // A cluster worker's (a forked child's) IPC channel would keep it alive after the drain.

@@ -1,6 +1,7 @@
 import process from "node:process";
 import { readFileSync } from "node:fs";
-import { _cgroupCores, createHost, type Host, type Logger, type ShutdownSignal } from "../../core/mod.ts";
+import { isMainThread } from "node:worker_threads";
+import { _cgroupCores, _workerSignals, createHost, type Host, type Logger, type ShutdownSignal } from "../../core/mod.ts";
 
 // One process listener a signal, whatever the number of Hosts listening: each serve() has its
 // own controller, and twelve servers in one process (a test runner's, an embedder's) made
@@ -9,6 +10,7 @@ const _handlers = new Map<string, Set<() => void>>();
 const _listeners = new Map<string, () => void>();
 const _processSignals = {
   add(signal: ShutdownSignal, handler: () => void): void {
+    if (!isMainThread) throw _workerSignals();
     let handlers = _handlers.get(signal);
     if (handlers === undefined) _handlers.set(signal, (handlers = new Set()));
     if (handlers.size === 0) {

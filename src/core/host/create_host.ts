@@ -120,8 +120,17 @@ export function createHost(options?: HostOptions): Host {
   if (o.cpuCores !== undefined) host.cpuCores = o.cpuCores;
   if (o.exit !== undefined) host.exit = o.exit;
   if (o.setExitCode !== undefined) host.setExitCode = o.setExitCode;
-  const channel = o.ipcChannel;
-  if (channel !== undefined) {
+  const read = o.ipcChannel;
+  if (read !== undefined) {
+    // A reading that throws is no channel: Deno's `process.channel` throws inside a Worker, and
+    // every serve() there rejected with its TypeError (a review).
+    const channel = () => {
+      try {
+        return read();
+      } catch {
+        return undefined;
+      }
+    };
     // One count for the process, whatever the number of Hosts: a worker serving twice, or two
     // servers at once, keeps its channel until the last drain (a review: a worker's second
     // serve() died waiting on its primary with the channel let go at the first drain).

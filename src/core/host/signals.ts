@@ -15,6 +15,15 @@ export interface SignalApi {
  * crashes the caller; when every install fails the process simply runs until killed.
  * Returns an uninstaller for the ones that took.
  */
+/**
+ * What a Host's `signals.add` throws inside a worker thread, where the runtime takes the
+ * listener and never calls it (Node's worker_threads, Bun's Workers; Deno delivers them): the
+ * install is logged, rather than a server that would never drain (a review).
+ */
+export function _workerSignals(): Error {
+  return new Error(`signals are not delivered to a worker thread: give serve() a manual controller (createShutdownController({ mode: "manual" })) and call its shutdown() when the main thread says so (README: Worker threads)`);
+}
+
 export function installShutdownSignals(
   api: SignalApi,
   listener: (signal: ShutdownSignal) => void,
