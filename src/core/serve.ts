@@ -9,7 +9,7 @@ import { validateLifecycle } from "./lifecycle/lifecycle_config.ts";
 import { createHealth, type Health } from "./lifecycle/readiness.ts";
 import type { Server, ServerAddress } from "./host/server.ts";
 import { createShutdownController, type ShutdownController } from "./lifecycle/shutdown_controller.ts";
-import { _given, type _KeyList, _onlyKnown, _options, _show } from "./_validate.ts";
+import { _given, type _KeyList, _onlyKnown, _optionalBoolean, _optionalFunction, _options, _show } from "./_validate.ts";
 import { _GUARD_KEYS, _without } from "./_option_keys.ts";
 import { _safeLogger, _settleQuietly } from "./_user_code.ts";
 
@@ -103,6 +103,8 @@ export type Listen = ((
   readonly takesReusePort?: boolean;
   /** The adapter's own options (Node's `headersTimeoutMs`, …), taken beside {@linkcode ServeOptions}. */
   readonly optionKeys?: readonly string[];
+  /** Checks the adapter's own options against the guard's resolved config, before it listens (a throw rejects serve()). */
+  readonly check?: (config: ResolvedConfig) => void;
 };
 
 /**
@@ -142,9 +144,12 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
   if (reusePort !== undefined && listen.takesReusePort !== true) {
     throw new TypeError(`Cannot serve as "reusePort" is not an option on this runtime: on Node run several processes with node:cluster (README: Several processes on one machine); it is Bun's only`);
   }
-  if (reusePort !== undefined && typeof reusePort !== "boolean") {
-    throw new TypeError(`Cannot serve as "reusePort" must be a boolean: current value is ${_show(reusePort)}`);
-  }
+  _optionalBoolean("serve", "reusePort", reusePort);
+  // Before anything listens: `exitOnDrained: "false"` (a string from the environment) is truthy
+  // and ended the process, and a bad onListen or onDrained was found only once listening (a review).
+  _optionalBoolean("serve", "exitOnDrained", o.exitOnDrained);
+  _optionalFunction("serve", "onListen", o.onListen);
+  _optionalFunction("serve", "onDrained", o.onDrained);
   // The Deno server's own way to stop: taken silently, the server went on answering after the abort (a review).
   if ((o as Record<string, unknown>).signal !== undefined) {
     throw new TypeError(`Cannot serve as "signal" is not an option: give a "controller" (createShutdownController({ mode: "manual" })) and call its shutdown()`);
@@ -184,6 +189,7 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       flushMarginMs: o.flushMarginMs,
     });
     const connections = createConnectionGate({ maxConnections: guard.config.maxConnections, onDeny: o.onDeny, onEvent: o.onEvent });
+    listen.check?.(guard.config);
     host.attach?.();
     attached = true;
     try {

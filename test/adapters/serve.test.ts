@@ -405,6 +405,39 @@ describe(`adapter serve (${runtime})`, () => {
     await assert.rejects(serveHere(() => new Response("x"), { requestTimeout: 50 } as never), { name: "TypeError", message: 'Cannot serve as "requestTimeout" is not an option (did you mean "requestTimeoutMs"?)' });
   });
 
+  // A review: some bad options escaped `serve(…).catch(…)` as a synchronous throw (the Host's
+  // `log`, Bun's idleTimeoutSeconds), and Bun's maxRequestBodySize was never checked: -5, 0.5
+  // and NaN refused every body with Bun's own 413, a value below a cap refused what it allows.
+  test(`adapter serve: a bad option rejects the promise serve() returns, never throws; the adapter's own are checked (${runtime})`, async () => {
+    const serve = await adapterHere();
+    const attempt = (options: Record<string, unknown>) => {
+      let promise: Promise<unknown> | undefined;
+      assert.doesNotThrow(() => (promise = serve(() => new Response("x"), { port: 0, loadMonitor: false, ...options } as never)));
+      return promise!;
+    };
+    await assert.rejects(attempt({ log: "console" }), { name: "TypeError", message: /"log" must be a function/ });
+    if (runtime === "bun") {
+      await assert.rejects(attempt({ idleTimeoutSeconds: 0 }), { name: "RangeError", message: /"idleTimeoutSeconds" must be an integer from 1 to 255/ });
+      for (const bad of [-5, 0.5, Number.NaN, "big"]) {
+        await assert.rejects(attempt({ log: () => {}, maxRequestBodySize: bad }), { name: "RangeError", message: /^Cannot serve on Bun as "maxRequestBodySize" must be a positive integer or Infinity/ });
+      }
+      await assert.rejects(attempt({ log: () => {}, maxRequestBodySize: 1000, bodyLimitBytes: 2000 }), {
+        name: "RangeError",
+        message: /^Cannot serve on Bun as "maxRequestBodySize" must be at least the largest body cap, 2000 bytes .*: current value is 1000$/,
+      });
+      await assert.rejects(attempt({ log: () => {}, maxRequestBodySize: 1000, routeBodyLimits: [{ path: "/upload", bytes: 4000 }] }), { name: "RangeError", message: /at least the largest body cap, 4000 bytes/ });
+      for (const fine of [2000, Infinity]) {
+        const handle = (await attempt({ log: () => {}, maxRequestBodySize: fine, bodyLimitBytes: 2000 })) as ServeHandle;
+        const res = await fetch(`http://127.0.0.1:${handle.address.port}/`, { method: "POST", body: "y".repeat(1500) });
+        assert.equal(res.status, 200, `a body under the cap is served at maxRequestBodySize ${fine}`);
+        await handle.shutdown();
+      }
+    }
+    if (runtime === "deno") {
+      await assert.rejects(attempt({ log: () => {}, dropUnreadBody: "yes" }), { name: "TypeError", message: 'Cannot serve on Deno as "dropUnreadBody" must be a boolean: current value is "yes"' });
+    }
+  });
+
   // A review: reusePort was dropped silently (a second process failed with EADDRINUSE).
   test(`adapter serve: reusePort is Bun's, passed to Bun.serve (two servers on one port both serve); elsewhere a TypeError (${runtime})`, async () => {
     if (runtime !== "bun") {

@@ -1,4 +1,4 @@
-import { _closing, type _KeyList, _safeLogger, denyResponse, fallbackResponse, type GuardedHandler, type Listen, type Logger, peerAddress, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
+import { _closing, type _KeyList, _positiveIntOrInfinity, _safeLogger, denyResponse, fallbackResponse, type GuardedHandler, type Listen, type Logger, peerAddress, type PeerAddress, type ServeHandle, type ServeOptions, serveWith } from "../../core/mod.ts";
 import { _bun } from "./bun_api.ts";
 import { createBunHost, type BunHostOptions } from "./host.ts";
 
@@ -6,7 +6,8 @@ import { createBunHost, type BunHostOptions } from "./host.ts";
 export interface BunServeOptions extends ServeOptions, BunHostOptions {
   /**
    * Bun's own body ceiling (413 + close before the handler when Content-Length is over it).
-   * Keep it above the largest route cap: the guard enforces the real caps.
+   * At least the largest cap the guard gives (refused below it): the guard enforces the real
+   * caps, and past a cap by less than 1 MiB Bun may answer with its own empty 413 instead.
    * @default the largest configured cap (bodyLimitBytes or a routeBodyLimits entry) + 1 MiB; 128 MiB when some request has no cap
    */
   maxRequestBodySize?: number | undefined;
@@ -49,13 +50,33 @@ const BUN_CEILING_SLACK = 1024 * 1024;
  * where some request has no cap, 128 MiB (Bun's default) — but never below a route's own
  * finite cap, which Bun would otherwise refuse under it with its own empty 413.
  */
-export function _maxRequestBodySize(config: { bodyLimitCeiling: number | undefined; bodyLimitBytes: number | undefined; routeBodyLimits: readonly { bytes: number }[] }): number {
+export function _maxRequestBodySize(config: _Caps): number {
   if (config.bodyLimitCeiling !== undefined) return config.bodyLimitCeiling + BUN_CEILING_SLACK;
+  return Math.max(BUN_DEFAULT_MAX_BODY, _largestCap(config) + BUN_CEILING_SLACK);
+}
+
+type _Caps = { bodyLimitCeiling: number | undefined; bodyLimitBytes: number | undefined; routeBodyLimits: readonly { bytes: number }[] };
+
+/** The largest finite body cap any request can get (0 when none is set). */
+function _largestCap(config: _Caps): number {
   let largest = 0;
   for (const bytes of [config.bodyLimitBytes ?? 0, ...config.routeBodyLimits.map((r) => r.bytes)]) {
     if (bytes !== Infinity && bytes > largest) largest = bytes;
   }
-  return Math.max(BUN_DEFAULT_MAX_BODY, largest + BUN_CEILING_SLACK);
+  return largest;
+}
+
+/**
+ * A `maxRequestBodySize` of the user's own: a positive integer or Infinity, and not below a cap
+ * the guard gives (Bun refused what the cap allows with its own empty 413, no deny event, and
+ * took -5, 0.5 and NaN, refusing every body: a review).
+ */
+function _checkMaxBody(value: unknown, config: _Caps): void {
+  const given = _positiveIntOrInfinity("serve on Bun", "maxRequestBodySize", value);
+  const largest = _largestCap(config);
+  if (given < largest) {
+    throw new RangeError(`Cannot serve on Bun as "maxRequestBodySize" must be at least the largest body cap, ${largest} bytes (Bun refuses a body over it with its own empty 413 before the guard sees it): current value is ${given}`);
+  }
 }
 
 // requestIP is a call into Bun's server per request: made only if a keyed gate or the
@@ -153,7 +174,10 @@ export function listenBun(options: { maxRequestBodySize?: number | undefined; id
       },
     };
   };
-  return Object.assign(listen, { takesReusePort: true, optionKeys: BUN_KEYS });
+  const check = (config: _Caps) => {
+    if (options.maxRequestBodySize !== undefined) _checkMaxBody(options.maxRequestBodySize, config);
+  };
+  return Object.assign(listen, { takesReusePort: true, optionKeys: BUN_KEYS, check });
 }
 
 /** The Bun adapter's own options (serve() checks every key given: see ServeOptions). */
@@ -171,7 +195,9 @@ const BUN_KEYS = Object.keys({ maxRequestBodySize: true, idleTimeoutSeconds: tru
  * await handle.shutdown("example done");
  * ```
  */
-export function serve(handler: GuardedHandler, options: BunServeOptions = {}): Promise<ServeHandle> {
+export async function serve(handler: GuardedHandler, options: BunServeOptions = {}): Promise<ServeHandle> {
+  // async: a bad option rejects the promise it returns, as every other failure does (a throw
+  // escaped `serve(…).catch(…)`: a review).
   const host = createBunHost(options);
   const listen = listenBun({ maxRequestBodySize: options.maxRequestBodySize, idleTimeoutSeconds: options.idleTimeoutSeconds, log: _safeLogger(options.log ?? host.log!) });
   return serveWith(host, listen, handler, options);

@@ -15,6 +15,7 @@ import {
   serveWith,
   _isDrainAbort,
   _closing,
+  _optionalBoolean,
   _safeLogger,
 } from "../../core/mod.ts";
 import { _BodyWatch, _DROP } from "./drop.ts";
@@ -164,7 +165,10 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | un
  * await handle.shutdown("example done");
  * ```
  */
-export function serve(handler: GuardedHandler, options: DenoServeOptions = {}): Promise<ServeHandle> {
+export async function serve(handler: GuardedHandler, options: DenoServeOptions = {}): Promise<ServeHandle> {
+  // async: a bad option rejects the promise it returns, as every other failure does (a throw
+  // escaped `serve(…).catch(…)`: a review).
+  _optionalBoolean("serve on Deno", "dropUnreadBody", options.dropUnreadBody);
   const host = createDenoHost(options);
   const listen = listenDeno({ log: _safeLogger(options.log ?? host.log!), dropUnreadBody: options.dropUnreadBody });
   return serveWith(host, Object.assign(listen, { optionKeys: DENO_KEYS }), handler, options);

@@ -20,6 +20,9 @@ export interface NodeServeOptions extends ServeOptions, NodeHostOptions {
   writeStallTimeoutMs?: number | undefined;
 }
 
+/** The Node adapter's own options (serve() checks every key given: see ServeOptions). */
+const NODE_KEYS = Object.keys({ headersTimeoutMs: true, keepAliveTimeoutMs: true, writeStallTimeoutMs: true } satisfies _KeyList<Omit<NodeServeOptions, keyof ServeOptions>>);
+
 /**
  * Serves a Web fetch handler (a Hono app's `fetch`, say) on node:http behind the guard,
  * with SIGTERM/Ctrl-C wired to the two-phase drain. It translates through @hono/node-server
@@ -35,19 +38,14 @@ export interface NodeServeOptions extends ServeOptions, NodeHostOptions {
  * await handle.shutdown("example done");
  * ```
  */
-/** The Node adapter's own options (serve() checks every key given: see ServeOptions). */
-const NODE_KEYS = Object.keys({ headersTimeoutMs: true, keepAliveTimeoutMs: true, writeStallTimeoutMs: true } satisfies _KeyList<Omit<NodeServeOptions, keyof ServeOptions>>);
-
-export function serve(handler: GuardedHandler, options: NodeServeOptions = {}): Promise<ServeHandle> {
+export async function serve(handler: GuardedHandler, options: NodeServeOptions = {}): Promise<ServeHandle> {
+  // async: a bad option rejects the promise it returns, as every other failure does (a throw
+  // escaped `serve(…).catch(…)`: a review).
   // node:http takes 0 as "off" (a half-sent head would hold its connection for ever) and says
   // nothing of a value past the longest timer: both are refused here, as every other duration.
-  try {
-    if (options.headersTimeoutMs !== undefined) _durationMs("serve on node", "headersTimeoutMs", options.headersTimeoutMs);
-    if (options.keepAliveTimeoutMs !== undefined) _durationMs("serve on node", "keepAliveTimeoutMs", options.keepAliveTimeoutMs);
-    if (options.writeStallTimeoutMs !== undefined) _durationMs("serve on node", "writeStallTimeoutMs", options.writeStallTimeoutMs, { infinity: true });
-  } catch (error) {
-    return Promise.reject(error);
-  }
+  if (options.headersTimeoutMs !== undefined) _durationMs("serve on node", "headersTimeoutMs", options.headersTimeoutMs);
+  if (options.keepAliveTimeoutMs !== undefined) _durationMs("serve on node", "keepAliveTimeoutMs", options.keepAliveTimeoutMs);
+  if (options.writeStallTimeoutMs !== undefined) _durationMs("serve on node", "writeStallTimeoutMs", options.writeStallTimeoutMs, { infinity: true });
   const host = createNodeHost(options);
   const log = _safeLogger(options.log ?? host.log!);
   const listen = listenNode({ headersTimeoutMs: options.headersTimeoutMs, keepAliveTimeoutMs: options.keepAliveTimeoutMs, writeStallTimeoutMs: options.writeStallTimeoutMs, log });
