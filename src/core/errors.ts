@@ -20,7 +20,14 @@ export class HygieneError extends Error {
 
 /** Whether `error` is any serve-hygiene error, from this copy of the package or another. */
 export function isHygieneError(error: unknown): error is HygieneError {
-  return typeof error === "object" && error !== null && (error as { [BRAND]?: unknown })[BRAND] === true;
+  if (typeof error !== "object" || error === null) return false;
+  // A value whose property reads throw (a revoked Proxy, a throwing getter) is none: thrown by
+  // a handler, the throw escaped the guard and ended the process (a review).
+  try {
+    return (error as { [BRAND]?: unknown })[BRAND] === true;
+  } catch {
+    return false;
+  }
 }
 
 /**

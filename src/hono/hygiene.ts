@@ -147,7 +147,9 @@ export function hygiene(options?: HygieneOptions, host?: Host): HygieneMiddlewar
     if (res === prev) return;
     const own = _resOf(c);
     own.set.call(c, undefined);
-    own.set.call(c, _carried(prev, res));
+    // A route's value that is no Response (a string: `c.text` forgotten) is in c.res too: there
+    // is nothing of it to carry (read as one, the throw ended the process: a review).
+    own.set.call(c, prev instanceof Response ? _carried(prev, res) : res);
     // Held only while the chain may still answer after it: an answer given once the chain
     // settled is the outer middleware's to replace, as any response is (compress(), etag()).
     if (early) _hold(c, own);

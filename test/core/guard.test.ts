@@ -161,6 +161,25 @@ describe("guard: concurrency", () => {
     asyncGuard.dispose();
   });
 
+  test("guard: a handler that throws or rejects with a value whose reads throw (a revoked Proxy) is answered 500, what it held given back (a review: the rejection escaped and ended the process)", async () => {
+    const errors: unknown[] = [];
+    const guard = createGuard({ clock: createManualClock(), concurrencyLimit: 1, loadMonitor: false, onError: (error) => void errors.push(error) });
+    const revoked = () => {
+      const { proxy, revoke } = Proxy.revocable({}, {});
+      revoke();
+      return proxy;
+    };
+    const hostile = () => Object.defineProperty({}, "name", { get: () => { throw new Error("no name"); } });
+    const handlers = [() => { throw revoked(); }, () => Promise.reject(revoked()), async () => { throw hostile(); }];
+    for (const handler of handlers) {
+      const res = await guard.wrap(handler)(GET());
+      assert.equal(res.status, 500);
+      assert.equal(guard.inFlight, 0);
+    }
+    assert.equal(errors.length, 3, "each reached onError");
+    guard.dispose();
+  });
+
   test("guard: a gate that throws after the permit was taken (the body cap reading a URL it cannot) frees the permit; a Request the runtime cannot copy is refused 400", async () => {
     const { guard, denials } = setup({ concurrencyLimit: 1, shedWaitMs: 0, loadMonitor: false, bodyLimitBytes: 64, routeBodyLimits: [{ path: "/big", bytes: 128 }] });
     const fetch = guard.wrap(async (request) => new Response(await request.text()));

@@ -899,4 +899,24 @@ describe(`hono middleware (${runtime})`, () => {
       await handle.shutdown();
     }
   });
+  test(`hono middleware: a route that returns no Response (a string, an object; \`c.text\` forgotten) is answered 500 and logged, and a request beside it still answered (a review: the process ended) (${runtime})`, async () => {
+    const errors: unknown[] = [];
+    const app = new Hono();
+    app.use(hygiene({ loadMonitor: false, log: () => {}, onError: (error) => void errors.push(error) }));
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    app.get("/slow", async (c) => (await held, c.text("slow")));
+    app.get("/string", () => "ok" as never);
+    app.get("/object", () => ({ ok: true }) as never);
+    app.get("/async", async () => "ok" as never);
+    const slow = app.request("/slow");
+    for (const path of ["/string", "/object", "/async"]) {
+      const res = await Promise.race([app.request(path), new Promise<undefined>((resolve) => setTimeout(resolve, 2000))]);
+      assert.equal(res?.status, 500, `${path} answered`);
+    }
+    release();
+    assert.equal(await (await slow).text(), "slow");
+    assert.equal(errors.length, 3);
+  });
+
 });

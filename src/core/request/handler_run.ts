@@ -175,6 +175,30 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
     return out;
   };
 
+  // Making the answer failed (a value whose reads throw, a delivery that threw): a synchronous
+  // throw reaches the adapter's fallback 500, but here it was an unhandled rejection, the
+  // request never answered and what it held kept (a review: the process ended). A 500, and
+  // what it holds given back.
+  const lastResort = (a: _Admission, error: unknown) => {
+    try {
+      onError(error, a.request);
+    } catch {
+      // the hook's own failure is logged by it
+    }
+    if (!a.settled) settle(a);
+    const resolve = a.resolve;
+    if (resolve === undefined) return;
+    if (a.delivery !== undefined) {
+      try {
+        if (a.sentStatus === undefined) a.delivery.deliver(_refusalResponse(500), a.info, false);
+      } catch {
+        // nothing more to be done: the chain answers with what it has
+      }
+      return resolve(undefined);
+    }
+    resolve(_refusalResponse(500));
+  };
+
   const run = (handler: _InfoHandler, a: _Admission, withInfo: boolean): Response | Promise<Response> => {
     let result: Response | Promise<Response>;
     try {
@@ -190,11 +214,22 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
       a.resolve = resolve as (res: Response | undefined) => void;
       Promise.resolve(result).then(
         (res) => {
-          const value = delivery === undefined ? res : delivery.read(a.info);
-          if (a.sentStatus === undefined) a.answer(outcome(a, value));
-          else late(a, value, false);
+          try {
+            const value = delivery === undefined ? res : delivery.read(a.info);
+            if (a.sentStatus === undefined) a.answer(outcome(a, value));
+            else late(a, value, false);
+          } catch (error) {
+            lastResort(a, error);
+          }
         },
-        (error: unknown) => void (a.sentStatus === undefined ? a.answer(failure(a, error)) : late(a, undefined, true)),
+        (error: unknown) => {
+          try {
+            if (a.sentStatus === undefined) a.answer(failure(a, error));
+            else late(a, undefined, true);
+          } catch (failed) {
+            lastResort(a, failed);
+          }
+        },
       );
     });
   };
