@@ -4,7 +4,7 @@
 // quietly, they cannot fill the log. Only an unexpected error is logged, as one JSON line.
 import type { Context, ErrorHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { denyResponse, isBodyTooLargeError, isPeerBusyError, isRateLimitedError, type Logger } from "../../src/mod.ts";
+import { denyResponse, isBodyTooLargeError, type Logger } from "../../src/mod.ts";
 import { hygieneContext } from "../../src/hono/mod.ts";
 
 /** The app's `onError`: typed errors to their answers, quietly; anything else logged once. */
@@ -15,8 +15,6 @@ export function edgeErrorHandler(log: Logger): ErrorHandler {
     // The request was given up (its deadline: the guard answered 408; its client left; a forced
     // drain): the route's failure is the expected reaction to its signal, and nobody reads this.
     if (hygieneContext(c)?.signal.aborted === true) return denyResponse(503, { close: true });
-    if (isRateLimitedError(error)) return denyResponse(429, { retryAfterMs: error.retryAfterMs });
-    if (isPeerBusyError(error)) return denyResponse(429, { retryAfterMs: error.retryAfterMs });
     // Hono's own client errors (a malformed body a route asked it to parse): its answer.
     if (error instanceof HTTPException && error.status < 500) return error.getResponse();
     log({ level: "error", msg: "handler failed", method: c.req.method, path: c.req.path, error });

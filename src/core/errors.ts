@@ -3,7 +3,7 @@
 
 const BRAND: unique symbol = Symbol.for("serve-hygiene.error") as never;
 
-/** The base of every error this library throws or hands to a hook. */
+/** The base of this library's typed errors (a bad option is a plain TypeError or RangeError). */
 export class HygieneError extends Error {
   /** A stable, documented identifier: match on it, not on the message. */
   readonly code: string;

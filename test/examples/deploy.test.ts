@@ -1,8 +1,11 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { validateLifecycle } from "../../src/core/lifecycle/lifecycle_config.ts";
-import { runtime } from "../support/runtime.ts";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { runtime, startChild } from "../support/runtime.ts";
 
 const read = (name: string) => readFileSync(new URL(`../../examples/deploy/${name}`, import.meta.url), "utf8");
 const FLUSH_MARGIN_MS = 2_000;
@@ -95,6 +98,27 @@ describe(`examples: deploy units (${runtime})`, () => {
     assert.match(unit, /^KillSignal=SIGTERM$/m);
     assert.doesNotMatch(unit, /^KillMode=mixed/m, "no child process is launched");
     assertCovers(number(unit, /^TimeoutStopSec=(\d+)$/m, "TimeoutStopSec") * 1000, unit, "systemd");
+  });
+
+  // A review: tsx writes a compile cache under the temporary directory as it starts, and where
+  // nothing is writable (a read-only root, no /tmp) the server died before listening.
+  test("deploy: the systemd unit's command starts where the temporary directory cannot be written, with the unit's environment (node)", { timeout: 60_000 }, async () => {
+    const unit = read("serve-hygiene.service");
+    const env = Object.fromEntries([...unit.matchAll(/^Environment=([A-Z_]+)=(.*)$/gm)].map((m) => [m[1]!, m[2]!]));
+    assert.equal(env.TSX_DISABLE_CACHE, "1");
+    // A file where the temporary directory should be: nothing can be made under it.
+    const blocked = join(tmpdir(), `not-a-dir-${process.pid}-${Date.now()}`);
+    writeFileSync(blocked, "");
+    const child = startChild("examples/edge-server.ts", { ...env, PORT: "0", HOST: "127.0.0.1", TMPDIR: blocked }, "node");
+    try {
+      const listening = JSON.parse(await child.waitForLine(/"listening"/));
+      assert.equal((await fetch(`http://127.0.0.1:${listening.port}/healthz`)).status, 200);
+      child.kill("SIGTERM");
+      assert.equal(await child.exited, 0);
+    } finally {
+      child.kill();
+      rmSync(blocked, { force: true });
+    }
   });
 
   test("deploy: the Kubernetes grace period covers drain + flush margin, readiness probes /readyz", () => {
