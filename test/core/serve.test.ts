@@ -126,17 +126,16 @@ describe("serve", () => {
     assert.deepEqual(s.exitCodes, [1]);
   });
 
-  test("serve: a failure after the server started (onListen threw, a bad onDrained) closes it: nothing is left listening", async () => {
-    for (const options of [
-      { onListen: () => { throw new Error("listen hook failed"); } },
-      { onDrained: "oops" as never },
-    ]) {
-      const s = setup();
-      await assert.rejects(serveWith(s.host, s.listen, () => new Response("ok"), { loadMonitor: false, ...options }));
-      await flushMicrotasks();
-      assert.equal(s.server.stopAcceptingCalls, 1);
-      assert.equal(s.server.closeAllCalls, 1);
-    }
+  test("serve: a failure after the server started (onListen threw) closes it: nothing is left listening; a bad onDrained is refused before it listens", async () => {
+    const s = setup();
+    await assert.rejects(serveWith(s.host, s.listen, () => new Response("ok"), { loadMonitor: false, onListen: () => { throw new Error("listen hook failed"); } }));
+    await flushMicrotasks();
+    assert.equal(s.server.stopAcceptingCalls, 1);
+    assert.equal(s.server.closeAllCalls, 1);
+    const bad = setup();
+    let listened = 0;
+    await assert.rejects(serveWith(bad.host, (fetch, settings) => (listened++, bad.listen(fetch, settings)), () => new Response("ok"), { loadMonitor: false, onDrained: "oops" as never }), /"onDrained" must be a function/);
+    assert.equal(listened, 0);
   });
 
   test("serve: a clean drain leaves the process's exit code alone", async () => {

@@ -122,7 +122,7 @@ export function createHost(options?: HostOptions): Host {
   if (o.setExitCode !== undefined) host.setExitCode = o.setExitCode;
   const read = o.ipcChannel;
   if (read !== undefined) {
-    // A reading that throws is no channel: Deno's `process.channel` throws inside a Worker, and
+    // A reading that throws is no channel: Deno's IPC channel getter throws inside a Worker, and
     // every serve() there rejected with its TypeError (a review).
     const channel = () => {
       try {
