@@ -261,8 +261,10 @@ export const _V4_NETWORK = 24;
 export function _networkKey(key: string): string | undefined {
   const slash = key.indexOf("/");
   if (slash === -1) {
-    const v4 = _parseV4(key);
-    if (v4 >= 0) return `${_format(_mask(v4, _V4_NETWORK))}/${_V4_NETWORK}`;
+    // An IPv4-mapped address (a custom key of a dual-stack server's peer) is the IPv4 one: read
+    // as IPv6, every IPv4 client shared one ::/48 budget under pressure (a review).
+    const ip = key.includes("%") ? undefined : _parseIp(key);
+    if (typeof ip === "number") return `${_format(_mask(ip, _V4_NETWORK))}/${_V4_NETWORK}`;
   }
   const v6 = _parseV6(slash === -1 ? key : key.slice(0, slash));
   if (v6 === undefined || key.includes("%")) return undefined;

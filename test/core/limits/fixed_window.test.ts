@@ -235,6 +235,16 @@ describe("fixed window", () => {
     assert.equal(limiter.take(flood(5000)).allowed, true, "once the stored windows end, the table has room again");
   });
 
+  test("fixed window: under table pressure an IPv4-mapped key is its IPv4 address's (its /24 shares a window; another network is served), as a dual-stack server's peer in a custom key (a review: every IPv4 client shared ::/48)", () => {
+    const clock = createManualClock();
+    const limiter = createFixedWindowLimiter({ limit: 2, windowMs: 60_000, maxKeys: 16, clock });
+    for (let i = 0; i < 16; i++) assert.equal(limiter.take(`10.9.${i}.1`).allowed, true);
+    assert.deepEqual([1, 2, 3].map(() => limiter.take("::ffff:1.2.3.4").allowed), [true, true, false], "1.2.3.0/24's shared window of 2");
+    assert.equal(limiter.take("::ffff:1.2.3.99").reason, "table-full", "the same /24");
+    assert.equal(limiter.take("::ffff:9.9.9.9").allowed, true, "another IPv4 network is served");
+    assert.equal(limiter.take("0:0:0:0:0:ffff:909:a0a").allowed, true, "9.9.10.10, another /24, in the long form");
+  });
+
   test("fixed window: property — on a small table the amortised prune decides exactly as a full prune would", () => {
     // A reference with the old semantics: at the cap, drop every ended window, deny if still full.
     fc.assert(
