@@ -162,10 +162,13 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new RangeError(`Cannot serve as "port" must be an integer from 0 to 65535: current value is ${_show(o.port)}`);
   }
-  const hostname = _given(o.hostname, "127.0.0.1");
-  if (typeof hostname !== "string" || hostname === "") {
+  const given = _given(o.hostname, "127.0.0.1");
+  if (typeof given !== "string" || given === "" || given === "[]") {
     throw new TypeError(`Cannot serve as "hostname" must be a non-empty string ("0.0.0.0" or "::" for every interface): current value is ${_show(o.hostname)}`);
   }
+  // An IPv6 address as a URL writes it ("[::1]"): the address itself. Node looked the bracketed
+  // form up as a name and failed; Bun and Deno took it (a review: HOST=[::1]).
+  const hostname = given.startsWith("[") && given.endsWith("]") ? given.slice(1, -1) : given;
   // A controller that has fired already would start a server that drains at once and hand
   // back a handle on a closed port (an in-process restart reusing the first one's).
   if (o.controller?.signal.aborted === true) {

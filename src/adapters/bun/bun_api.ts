@@ -6,6 +6,8 @@
 export interface BunServerLike {
   readonly hostname: string | undefined;
   readonly port: number | undefined;
+  /** The address bound (Bun's `hostname` is the one given). */
+  readonly address?: { address: string } | null | undefined;
   requestIP(request: Request): { address: string; port: number; family: string } | null;
   timeout(request: Request, seconds: number): void;
   stop(closeActiveConnections?: boolean): Promise<void>;

@@ -150,7 +150,9 @@ export function listenBun(options: { maxRequestBodySize?: number | undefined; id
       },
     });
     return {
-      address: { hostname: server.hostname ?? hostname, port: server.port ?? port },
+      // The address bound, as Node and Deno report it (Bun's hostname is the one given: "localhost",
+      // where the others say 127.0.0.1; a review).
+      address: { hostname: server.address?.address ?? server.hostname ?? hostname, port: server.port ?? port },
       // Bun refuses new connections at once, closes idle keep-alive, and resolves when in-flight
       // is done — and when every other connection has closed too: one that sent half a request
       // head (no request yet, so nothing can end it) would hold the drain to its window. Once
