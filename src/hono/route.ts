@@ -211,7 +211,7 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
       decision = local.peek(key);
       if (decision.allowed) decision = local.take(key);
     } else if (report !== undefined) {
-      const taken = _takeUnreported(limiter as SharedRateLimiter, key);
+      const taken = _takeUnreported(limiter as SharedRateLimiter, key, report);
       decision = taken instanceof Promise ? await taken : taken;
     } else {
       const taken = limiter.take(key);

@@ -100,4 +100,24 @@ describe(`hono rateLimit over a shared store (${runtime})`, () => {
       mw.guard.dispose();
     }
   });
+  test(`hono: behind a guard, a shared limiter's store fault reaches the guard's sink beside its deny event, as in the guard's own rateLimits (${runtime}; a review: it went to the limiter's own sink, and faults_total stayed 0)`, async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const guardEvents: HygieneEvent[] = [];
+    const ownEvents: HygieneEvent[] = [];
+    const limiter = createFixedWindowLimiter({ name: "auth", limit: 5, windowMs: 60_000, clock, store: createRateStore(backend, { clock }), onEvent: (e) => void ownEvents.push(e) });
+    const app = new Hono();
+    app.use(hygiene({ clock, loadMonitor: false, onEvent: (e) => void guardEvents.push(e) }));
+    app.post("/login", rateLimit({ limiter }), (c) => c.text("checked"));
+    const failed = app.request("/login", { method: "POST" }, { peer: { address: "10.0.0.1" } });
+    await flushMicrotasks();
+    backend.calls[0]!.reject(new Error("connection reset"));
+    assert.equal((await failed).status, 429);
+    assert.deepEqual(guardEvents.filter((e) => e.type !== "request").map((e) => [e.type, e.type === "fault" ? e.source : e.type === "deny" ? e.reason : ""]), [
+      ["fault", "rate-store"],
+      ["deny", "limiter-error"],
+    ]);
+    assert.deepEqual(ownEvents, [], "nothing in the limiter's own sink");
+  });
+
 });

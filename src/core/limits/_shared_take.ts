@@ -30,8 +30,8 @@ export interface _DeniedEntry {
 export interface _SharedParts {
   readonly check: (key: string, cost: number) => RateStoreCheck;
   readonly denied: _KeyTable<_DeniedEntry>;
-  /** The limiter's take without its deny event (a caller that reports the refusal itself). */
-  readonly takeUnreported: (key: string, cost?: number, now?: number) => RateDecision | Promise<RateDecision>;
+  /** The limiter's take without its deny event (a caller that reports the refusal itself), its store's faults to `sink` (default: the limiter's own). */
+  readonly takeUnreported: (key: string, cost?: number, now?: number, sink?: EventSink) => RateDecision | Promise<RateDecision>;
 }
 
 /** Where a shared limiter keeps its parts. */

@@ -147,13 +147,14 @@ export function _sharedLimiter(spec: _SharedSpec, o: SharedLimiterOptions): Shar
     failure,
     insurance,
     localLimiter: local,
-    [_SHARED]: { check, denied, takeUnreported: (key, cost = 1, at) => decide(key, cost, at, false) },
+    [_SHARED]: { check, denied, takeUnreported: (key, cost = 1, at, sink) => decide(key, cost, at, false, sink ?? onEvent) },
     [_SINK]: onEvent,
-    take: (key, cost = 1, at) => decide(key, cost, at, true),
+    take: (key, cost = 1, at) => decide(key, cost, at, true, onEvent),
   };
   // `report`: the denial is this limiter's to report (a take); a caller that reports it itself
-  // (a route behind a guard) takes without.
-  function decide(key: string, cost: number, at: number | undefined, report: boolean): RateDecision | Promise<RateDecision> {
+  // (a route behind a guard) takes without, and gets the store's faults too (`faults`: a review
+  // found a route's rate-store faults in the limiter's own sink, and faults_total at 0).
+  function decide(key: string, cost: number, at: number | undefined, report: boolean, faults: EventSink | undefined): RateDecision | Promise<RateDecision> {
     if (cost !== 1) _checkCost("take from shared limiter", cost, limit);
     let now = NaN;
     try {
@@ -165,13 +166,13 @@ export function _sharedLimiter(spec: _SharedSpec, o: SharedLimiterOptions): Shar
       if (report && !v.d.allowed) _emitRateDeny(onEvent, v.d, name);
       return v.d;
     };
-    const v = _sharedTake([{ limiter, key }], cost, now, onEvent);
+    const v = _sharedTake([{ limiter, key }], cost, now, faults);
     return v instanceof Promise ? v.then(answer) : answer(v);
   }
   return limiter;
 }
 
-/** A shared limiter's take without its deny event, for a caller that reports the refusal itself. Internal. */
-export function _takeUnreported(limiter: SharedRateLimiter, key: string): RateDecision | Promise<RateDecision> {
-  return _isShared(limiter) ? limiter[_SHARED].takeUnreported(key) : limiter.take(key);
+/** A shared limiter's take without its deny event, for a caller that reports the refusal itself (its store's faults to `sink`). Internal. */
+export function _takeUnreported(limiter: SharedRateLimiter, key: string, sink?: EventSink): RateDecision | Promise<RateDecision> {
+  return _isShared(limiter) ? limiter[_SHARED].takeUnreported(key, 1, undefined, sink) : limiter.take(key);
 }
