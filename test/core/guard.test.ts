@@ -180,6 +180,26 @@ describe("guard: concurrency", () => {
     guard.dispose();
   });
 
+  test("guard: a handler that returns Response.error() (status 0, which no runtime sends) is answered 500 and reported as an error, not a 0 \"ok\" (a review)", async () => {
+    const errors: unknown[] = [];
+    const events: { status: number; outcome: string }[] = [];
+    const guard = createGuard({
+      clock: createManualClock(),
+      loadMonitor: false,
+      onError: (error) => void errors.push(error),
+      onEvent: (e) => void (e.type === "request" && events.push({ status: e.status, outcome: e.outcome })),
+    });
+    for (const handler of [() => Response.error(), async () => Response.error()]) {
+      const res = await guard.wrap(handler)(GET());
+      assert.equal(res.status, 500);
+      assert.equal(guard.inFlight, 0);
+    }
+    assert.deepEqual(events, [{ status: 500, outcome: "error" }, { status: 500, outcome: "error" }]);
+    assert.equal(errors.length, 2);
+    assert.match(String(errors[0]), /Response\.error\(\)/);
+    guard.dispose();
+  });
+
   test("guard: a gate that throws after the permit was taken (the body cap reading a URL it cannot) frees the permit; a Request the runtime cannot copy is refused 400", async () => {
     const { guard, denials } = setup({ concurrencyLimit: 1, shedWaitMs: 0, loadMonitor: false, bodyLimitBytes: 64, routeBodyLimits: [{ path: "/big", bytes: 128 }] });
     const fetch = guard.wrap(async (request) => new Response(await request.text()));

@@ -121,26 +121,29 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
   };
 
   // What the handler's settled value becomes (the handler's answer, a 413, or a 500).
-  const outcome = (a: _Admission, res: unknown): Response => {
+  const outcome = (a: _Admission, value: unknown): Response => {
+    // `Response.error()` (status 0) cannot be sent: the runtime answered 500 (Node with the
+    // error's text, closing the connection) while it was reported as a 0 "ok" and sampled (a review).
+    const res = value instanceof Response && value.status !== 0 ? value : undefined;
     // Only a normal answer is a latency sample for the adaptive limit (not a 5xx, a 408, an abort).
-    settle(a, res instanceof Response && res.status < 500);
+    settle(a, res !== undefined && res.status < 500);
     let out: Response;
     if (a.overflowed) {
       // The 413 keeps what the handler's answer carried that is about neither its body nor
       // caching nor the connection: a framework's CORS headers (a browser reads the 413 then).
-      if (res instanceof Response) {
+      if (res !== undefined) {
         res.body?.cancel().catch(() => {});
         out = _carried(res, overCap(a));
       } else out = overCap(a);
-    } else if (res instanceof Response) {
+    } else if (res !== undefined) {
       // A body the handler left unread, over 64 KiB or of unknown length: the connection
       // closes rather than make the runtime read the rest (Bun and Deno would, unbounded).
       out = longLived.response(a, !a.bodyEnded && a.body !== null && _unreadCloses(a.request, a.declared, true) ? _withClose(res) : res, requestTimeoutMs);
     } else {
-      onError(new TypeError("The handler did not return a Response"), a.request);
+      onError(new TypeError(value instanceof Response ? "The handler returned an error Response (Response.error()), which cannot be sent" : "The handler did not return a Response"), a.request);
       out = _refusalResponse(500);
     }
-    report(a, out.status, res instanceof Response ? "ok" : "error");
+    report(a, out.status, res !== undefined ? "ok" : "error");
     return out;
   };
   // Whether `error` is the abort of a request whose client left (not a failure of the handler's
