@@ -457,6 +457,48 @@ describe(`adapter serve (${runtime})`, () => {
     await assert.rejects(serveHere(() => new Response("x"), { hostname: "[]" }), { name: "TypeError", message: /"hostname" must be a non-empty string/ });
   });
 
+  // A review: Deno hands the target as the client wrote it, and the guard read "/healthz" and
+  // "/a/../login" where a router parsing the URL reads "/" and "/login": the "/" handler ran while
+  // the process shed, and /login's lowered cap was missed. Node and Bun normalise the target.
+  test(`adapter serve: a request target a URL parser reads as another path gets no exemption and the stricter cap (${runtime})`, async () => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const routed: string[] = [];
+    const handle = await serveHere(async (request) => {
+      const path = new URL(request.url).pathname;
+      routed.push(path);
+      if (path === "/slow") await held;
+      return new Response(`${path} read ${(await request.arrayBuffer()).byteLength}`);
+    }, { concurrencyLimit: 1, shedWaitMs: 0, exempt: ["/healthz"], bodyLimitBytes: 1000, routeBodyLimits: [{ path: "/login", bytes: 10 }, { path: "/upload", bytes: 100_000 }] });
+    const port = handle.address.port;
+    try {
+      const slow = fetch(`http://127.0.0.1:${port}/slow`);
+      while (!routed.includes("/slow")) await delay(5);
+      assert.equal((await rawRequest(port, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")).status, 200, "the probe is exempt");
+      // Deno sheds them (503), Node refuses the first form (400), Bun reads the second as /healthz.
+      for (const target of ["http://evil?x/healthz", "http://evil#x/healthz"]) {
+        const before = routed.length;
+        const res = await rawRequest(port, `GET ${target} HTTP/1.1\r\nHost: x\r\n\r\n`);
+        const ran = routed.slice(before);
+        assert.ok(ran.every((p) => p === "/healthz"), `${target}: only the exempt path's handler may run while the permit is held (ran ${ran})`);
+        assert.ok(res.status !== 200 || ran.length === 1, `${target}: ${res.status}`);
+      }
+      release();
+      await slow;
+      const body = "y".repeat(500);
+      for (const target of ["/login", "/a/../login", "/./login", "/%2e/login"]) {
+        const res = await rawRequest(port, `POST ${target} HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\nConnection: close\r\n\r\n`, body);
+        assert.equal(res.status, 413, `${target}: /login's cap of 10`);
+      }
+      const upload = await rawRequest(port, `POST http://evil?x/upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\nConnection: close\r\n\r\n`, "z".repeat(5000));
+      assert.ok(upload.status === 413 || upload.status === 400, `the service cap, not /upload's raise (Node refuses the target: 400): ${upload.status}`);
+      assert.ok(!routed.some((p) => p === "/" || p === "/login"), `no handler ran for them: ${routed}`);
+    } finally {
+      release();
+      await handle.shutdown();
+    }
+  });
+
   // A review: reusePort was dropped silently (a second process failed with EADDRINUSE).
   test(`adapter serve: reusePort is Bun's, passed to Bun.serve (two servers on one port both serve); elsewhere a TypeError (${runtime})`, async () => {
     if (runtime !== "bun") {

@@ -3,6 +3,7 @@
 // (a Hono `bodyLimit()`) would come too late for a handler that never reads the body.
 import { type _KeyList, _onlyKnown, _positiveIntOrInfinity, _show } from "../_validate.ts";
 import type { DeclaredLength } from "./body_limit.ts";
+import { _ambiguousPath, _parsedPath, _pathAt, _pathStart } from "./_url_path.ts";
 
 /** One route's body cap, declared in the guard's options so it applies before the handler runs. */
 export interface RouteBodyLimit {
@@ -85,22 +86,6 @@ export function _bodyLimitCeiling(service: number | undefined, routes: readonly 
   return largest === Infinity ? undefined : largest;
 }
 
-/** The pathname of a URL string (absolute, or relative as Bun may leave it), without building a URL object. */
-function _pathOf(url: string): string {
-  // A URL neither absolute nor a path (a CONNECT's "host:443/path") matches no route: "/".
-  const start = url.charCodeAt(0) === 47 /* / */ ? 0 : url.startsWith("http") ? url.indexOf("/", url.indexOf("//") + 2) : -1;
-  if (start < 0) return "/";
-  let end = url.length;
-  for (let i = start; i < url.length; i++) {
-    const c = url.charCodeAt(i);
-    if (c === 63 /* ? */ || c === 35 /* # */) {
-      end = i;
-      break;
-    }
-  }
-  return url.slice(start, end);
-}
-
 /**
  * A path decoded as Hono's router decodes it before matching (hono/utils/url.ts, getPath):
  * `decodeURI` with `%25` kept, each malformed escape left as it is. A route's cap must cover
@@ -123,11 +108,24 @@ function _decodedPath(path: string): string {
   }
 }
 
-/** The cap that applies to `request`: the first matching route's, else the service cap. */
+/**
+ * The cap that applies to `request`: the first matching route's, else the service cap. Where a
+ * URL parser reads another path than the guard (_url_path.ts: Deno's raw targets), the smaller of
+ * the two caps: a router of either kind then gets no more than its route allows.
+ */
 export function _capFor(request: Request, service: number | undefined, routes: readonly RouteBodyLimit[]): number | undefined {
   if (routes.length === 0) return service;
-  const path = _decodedPath(_pathOf(request.url));
-  const method = request.method;
+  const url = request.url;
+  // A URL neither absolute nor a path (a CONNECT's "host:443/path") matches no route: "/".
+  const start = _pathStart(url);
+  const path = start < 0 ? "/" : _decodedPath(_pathAt(url, start));
+  const cap = _routeCap(path, request.method, service, routes);
+  if (start <= 0 || !_ambiguousPath(url, start, path)) return cap;
+  const other = _routeCap(_decodedPath(_parsedPath(url)), request.method, service, routes);
+  return cap === undefined ? other : other === undefined ? cap : Math.min(cap, other);
+}
+
+function _routeCap(path: string, method: string, service: number | undefined, routes: readonly RouteBodyLimit[]): number | undefined {
   for (const route of routes) {
     if (route.method !== undefined && route.method !== method) continue;
     const p = route.path;

@@ -5,6 +5,7 @@ import { _show } from "../_validate.ts";
 import type { EventSink } from "../events.ts";
 import { _emit } from "../_emit.ts";
 import { _settleQuietly } from "../_user_code.ts";
+import { _oddAuthority, _pathStart } from "./_url_path.ts";
 
 /**
  * Requests that skip the process-wide gates (draining, memory ceiling, load monitor,
@@ -53,15 +54,17 @@ export function _exemptMatcher(option: ExemptOption | undefined, what = "create 
   if (paths.length === 0) return undefined;
   return (request) => {
     const url = request.url;
-    // "http://" is 7 characters and a host at least 1: the path's "/" is at index 8 or later —
-    // unless the runtime left the URL relative (Bun, for a request with no or an invalid
-    // Host): read from 8 there, "/abc/api/healthz" passed as "/healthz" (a review).
+    // The path starts after the host — unless the runtime left the URL relative (Bun, for a
+    // request with no or an invalid Host): read past a host there, "/abc/api/healthz" passed
+    // as "/healthz" (a review).
     // A URL neither absolute nor a path (a CONNECT's "host:443/path") is no exempt path.
-    const start = url.charCodeAt(0) === 47 /* / */ ? 0 : url.startsWith("http") ? url.indexOf("/", 8) : -1;
+    const start = _pathStart(url);
     if (start < 0) return false;
     for (const path of paths) {
       const end = start + path.length;
-      if (url.startsWith(path, start) && (end === url.length || url.charCodeAt(end) === 63 /* ? */)) return true;
+      // Nor one whose host part a URL parser ends sooner (_url_path.ts: Deno's "http://evil?x/healthz"
+      // is "/" to a router that parses it). A dot segment cannot make a path match.
+      if (url.startsWith(path, start) && (end === url.length || url.charCodeAt(end) === 63 /* ? */)) return !_oddAuthority(url, start);
     }
     return false;
   };

@@ -43,6 +43,32 @@ describe("guard: exempt paths", () => {
     assert.equal(_capFor({ url: "a:1/u/upload", method: "POST" } as Request, 1000, routes), 1000);
   });
 
+  // A review: Deno hands the target as the client wrote it; a URL parser reads
+  // "http://evil?x/healthz" as "/" and "/a/../login" as "/login", the first "/" after the host
+  // says "/healthz" and "/a/../login". A probe path then skipped the shedding gates for the "/"
+  // handler, and a route's lowered cap missed its own handler.
+  test("exempt and route caps: where a URL parser reads another path (a host part holding ? # \\, a dot segment), no exemption, and the smaller cap of the two readings", () => {
+    const exempt = _exemptMatcher(["/healthz"])!;
+    const at = (url: string) => exempt({ url } as Request);
+    for (const odd of ["http://evil?x/healthz", "http://evil#x/healthz", "http://evil\\/healthz"]) assert.equal(at(odd), false, odd);
+    assert.equal(at("http://evil/x#/healthz"), false);
+    assert.equal(at("http://evil/healthz"), true, "an absolute-form target with a plain host is its path");
+    const routes = [
+      { path: "/login", bytes: 10 },
+      { path: "/upload", bytes: 100_000 },
+      { path: "/files/*", bytes: 50_000 },
+    ];
+    const cap = (url: string) => _capFor({ url, method: "POST" } as Request, 1000, routes);
+    assert.equal(cap("http://h/login"), 10);
+    for (const url of ["http://h/a/../login", "http://h/./login", "http://h/%2e/login", "http://h/x/%2E%2E/login", "http://h/x\\..\\login"]) assert.equal(cap(url), 10, url);
+    assert.equal(cap("http://evil?x/upload"), 1000, "a URL parser's \"/\": the service cap, not /upload's raise");
+    assert.equal(cap("http://evil#x/upload"), 1000);
+    assert.equal(cap("http://h/x/../upload"), 1000, "the raw path's cap is smaller: a router matching the raw text gets no raise");
+    assert.equal(cap("http://h/files/../login"), 10, "the smaller of /files/*'s and /login's");
+    assert.equal(cap("http://h/.well-known/x"), 1000, "a dot that is no segment reads the same both ways");
+    assert.equal(cap("http://h/upload"), 100_000);
+  });
+
   test("exempt: with the memory ceiling tripped, probe and metrics paths are answered; every other path gets 503", async () => {
     const { clock, memory, guard, denials } = setup({ memory: { ceilingBytes: 1000, intervalMs: 1000 }, exempt: PROBES });
     const fetch = guard.wrap((request) => new Response(new URL(request.url).pathname));
