@@ -12,7 +12,7 @@ import { _exemptMatcher } from "./request/exempt.ts";
 import { _Admission, type _AdmissionHost } from "./request/admission.ts";
 import { _createLongLived } from "./request/_long_lived.ts";
 import { _handlerRun } from "./request/handler_run.ts";
-import { _durationMs, type _KeyList, _optionalFunction, _options } from "./_validate.ts";
+import { _durationMs, type _KeyList, _optionalBoolean, _optionalFunction, _options } from "./_validate.ts";
 import { _GUARD_KEYS } from "./_option_keys.ts";
 import { _refusalHeaders } from "./request/refusal_headers.ts";
 import { _servedInfo } from "./host/peer_address.ts";
@@ -85,6 +85,7 @@ export function _createGuard(options: GuardOptions | undefined, host: Host | und
   // library's own guard against a throwing hook, and every event, metric and log line was lost
   // without a word (a review: `log: "console"`, `onDeny: "x"`).
   for (const field of ["log", "onDeny", "onEvent", "onError"] as const) _optionalFunction(what, field, o[field]);
+  _optionalBoolean(what, "rateLimitHeaders", o.rateLimitHeaders);
   const config = resolveConfig(o);
   const clock = o.clock ?? host?.clock ?? systemClock;
   const log = _safeLogger(o.log ?? host?.log ?? consoleLogger);

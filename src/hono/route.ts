@@ -28,6 +28,7 @@ import {
   _NOT_CARRIED,
   type _KeyList,
   _onlyKnown,
+  _optionalBoolean,
   _IN_FLIGHT_LIMITER_KEYS,
 } from "../core/mod.ts";
 import type { Context } from "hono";
@@ -185,6 +186,7 @@ const RATE_LIMIT_KEYS: _KeyList<RateLimitOptions> = { limiter: true, key: true, 
 
 export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
   _onlyKnown("create rateLimit", options, RATE_LIMIT_KEYS);
+  _optionalBoolean("create rateLimit", "headers", options?.headers);
   const limiter = options?.limiter;
   // Checked when the app is built, not on the first request (a factory passed for its limiter,
   // a limiter missing): a route that answers 500 to every request would be found late.

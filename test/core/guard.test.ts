@@ -163,20 +163,30 @@ describe("guard: concurrency", () => {
 
   test("guard: a handler that throws or rejects with a value whose reads throw (a revoked Proxy) is answered 500, what it held given back (a review: the rejection escaped and ended the process)", async () => {
     const errors: unknown[] = [];
-    const guard = createGuard({ clock: createManualClock(), concurrencyLimit: 1, loadMonitor: false, onError: (error) => void errors.push(error) });
+    const events: string[] = [];
+    const guard = createGuard({
+      clock: createManualClock(),
+      concurrencyLimit: 1,
+      loadMonitor: false,
+      onError: (error) => void errors.push(error),
+      onEvent: (e) => void (e.type === "request" && events.push(`${e.status} ${e.outcome}`)),
+    });
     const revoked = () => {
       const { proxy, revoke } = Proxy.revocable({}, {});
       revoke();
       return proxy;
     };
     const hostile = () => Object.defineProperty({}, "name", { get: () => { throw new Error("no name"); } });
-    const handlers = [() => { throw revoked(); }, () => Promise.reject(revoked()), async () => { throw hostile(); }];
+    // A Response whose status cannot be read: making its answer throws (the last resort's 500, reported too: a diff review).
+    const unreadable = () => new Proxy(new Response("x"), { get: (target, p) => (p === "status" ? (() => { throw new Error("no status"); })() : Reflect.get(target, p)) });
+    const handlers = [() => { throw revoked(); }, () => Promise.reject(revoked()), async () => { throw hostile(); }, async () => unreadable()];
     for (const handler of handlers) {
       const res = await guard.wrap(handler)(GET());
       assert.equal(res.status, 500);
       assert.equal(guard.inFlight, 0);
     }
-    assert.equal(errors.length, 3, "each reached onError");
+    assert.equal(errors.length, 4, "each reached onError");
+    assert.deepEqual(events, ["500 error", "500 error", "500 error", "500 error"], "each reported once");
     guard.dispose();
   });
 

@@ -5,7 +5,8 @@
 // found only once listening, a bad onDrained only after onListen had run.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createGuard, serveWith } from "../../src/core/mod.ts";
+import { createFixedWindowLimiter, createGuard, serveWith } from "../../src/core/mod.ts";
+import { rateLimit } from "../../src/hono/mod.ts";
 import { createFakeHost } from "../support/fake_host.ts";
 import { createFakeServer } from "../support/fake_server.ts";
 
@@ -19,6 +20,15 @@ describe("option types", () => {
       assert.throws(() => createGuard({ loadMonitor: false, [field]: 5 } as never), mustBe("create guard", field, "a function", "5"));
     }
     createGuard({ loadMonitor: false, log: () => {}, onDeny: () => {}, onEvent: () => {}, onError: () => {} }).dispose();
+    // A flag from the environment is a string ("true" was taken as off: a diff review).
+    assert.throws(() => createGuard({ loadMonitor: false, rateLimitHeaders: "true" as never }), mustBe("create guard", "rateLimitHeaders", "a boolean", '"true"'));
+    createGuard({ loadMonitor: false, rateLimitHeaders: true }).dispose();
+  });
+
+  test("option types: Hono's rateLimit({ headers }) must be a boolean", () => {
+    const limiter = createFixedWindowLimiter({ limit: 1, windowMs: 1000 });
+    assert.throws(() => rateLimit({ limiter, headers: "true" as never }), mustBe("create rateLimit", "headers", "a boolean", '"true"'));
+    rateLimit({ limiter, headers: true });
   });
 
   test("option types: serve()'s hooks must be functions and exitOnDrained a boolean, refused before anything listens or any hook runs", async () => {

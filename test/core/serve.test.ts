@@ -134,7 +134,7 @@ describe("serve", () => {
     assert.equal(s.server.closeAllCalls, 1);
     const bad = setup();
     let listened = 0;
-    await assert.rejects(serveWith(bad.host, (fetch, settings) => (listened++, bad.listen(fetch, settings)), () => new Response("ok"), { loadMonitor: false, onDrained: "oops" as never }), /"onDrained" must be a function/);
+    await assert.rejects(serveWith(bad.host, (fetch) => (listened++, bad.listen(fetch)), () => new Response("ok"), { loadMonitor: false, onDrained: "oops" as never }), /"onDrained" must be a function/);
     assert.equal(listened, 0);
   });
 

@@ -6,9 +6,15 @@
 // route: a probe path skipped the shedding gates for the "/" handler, a route's lowered body cap
 // was not applied to its own handler (a review).
 
-/** Where the path starts: in an absolute URL, or 0 in a relative one (Bun may leave "/x"); -1 for neither (a CONNECT's "host:443/path"). */
+/**
+ * Where the path starts: after the host of an absolute URL (whatever its scheme's case: Deno
+ * hands "HTTP://evil/login" over as written, and a lowercase-only check read it as no path, a
+ * review), or 0 in a relative one (Bun may leave "/x"); -1 for neither (a CONNECT's "host:443/path").
+ */
 export function _pathStart(url: string): number {
-  return url.charCodeAt(0) === 47 /* / */ ? 0 : url.startsWith("http") ? url.indexOf("/", url.indexOf("//") + 2) : -1;
+  if (url.charCodeAt(0) === 47 /* / */) return 0;
+  const host = url.indexOf("://");
+  return host === -1 ? -1 : url.indexOf("/", host + 3);
 }
 
 /** The path from `start` to the query or fragment. */
@@ -22,7 +28,7 @@ export function _pathAt(url: string, start: number): string {
 
 /** Whether the host part before `start` holds what ends it for a URL parser ("?", "#", "\"). */
 export function _oddAuthority(url: string, start: number): boolean {
-  for (let i = url.indexOf("//") + 2; i > 1 && i < start; i++) {
+  for (let i = url.indexOf("://") + 3; i > 2 && i < start; i++) {
     const c = url.charCodeAt(i);
     if (c === 63 /* ? */ || c === 35 /* # */ || c === 92 /* \ */) return true;
   }
@@ -31,7 +37,20 @@ export function _oddAuthority(url: string, start: number): boolean {
 
 /** Whether a URL parser may read another path than `path` (read from `start` of `url`, decoded): an odd host part, a dot segment, a backslash. */
 export function _ambiguousPath(url: string, start: number, path: string): boolean {
-  return path.includes("/.") || path.includes("\\") || _oddAuthority(url, start);
+  return _dotSegment(path) || path.includes("\\") || _oddAuthority(url, start);
+}
+
+/** Whether `path` has a "." or ".." segment (not a name starting with a dot: "/.well-known"). */
+function _dotSegment(path: string): boolean {
+  for (let i = path.indexOf("/."); i !== -1; i = path.indexOf("/.", i + 2)) {
+    const next = path.charCodeAt(i + 2);
+    if (Number.isNaN(next) || next === 47 /* / */) return true;
+    if (next === 46 /* . */) {
+      const after = path.charCodeAt(i + 3);
+      if (Number.isNaN(after) || after === 47) return true;
+    }
+  }
+  return false;
 }
 
 /** The path a URL parser reads ("/" for a URL it refuses). */

@@ -189,11 +189,14 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
       // the hook's own failure is logged by it
     }
     if (!a.settled) settle(a);
+    // Nothing sent: the answer's own report did not come either (a diff review: no request event).
+    const unsent = a.sentStatus === undefined;
+    if (unsent) report(a, 500, "error");
     const resolve = a.resolve;
     if (resolve === undefined) return;
     if (a.delivery !== undefined) {
       try {
-        if (a.sentStatus === undefined) a.delivery.deliver(_refusalResponse(500), a.info, false);
+        if (unsent) a.delivery.deliver(_refusalResponse(500), a.info, false);
       } catch {
         // nothing more to be done: the chain answers with what it has
       }

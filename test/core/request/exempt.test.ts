@@ -67,6 +67,11 @@ describe("guard: exempt paths", () => {
     assert.equal(cap("http://h/files/../login"), 10, "the smaller of /files/*'s and /login's");
     assert.equal(cap("http://h/.well-known/x"), 1000, "a dot that is no segment reads the same both ways");
     assert.equal(cap("http://h/upload"), 100_000);
+    // The scheme as the client wrote it (Deno hands it over so): still the path after the host (a diff review).
+    assert.equal(cap("HTTP://evil/login"), 10);
+    assert.equal(cap("Http://h/x/../login"), 10);
+    assert.equal(at("HTTP://evil/healthz"), true);
+    assert.equal(at("HTTP://evil?x/healthz"), false);
   });
 
   test("exempt: with the memory ceiling tripped, probe and metrics paths are answered; every other path gets 503", async () => {
