@@ -54,6 +54,8 @@ export {
 } from "./guarded_fetch.ts";
 import { _safeLogger } from "./_user_code.ts";
 import { _BodyWaits } from "./request/_body_waits.ts";
+import { _refusedUpload } from "./request/_refused_upload.ts";
+import { dropConnectionAfter } from "./request/connection_drop.ts";
 export { type _HeadAnswer, _refusalHead } from "./gates/refuse.ts";
 
 /**
@@ -213,7 +215,9 @@ export function _createGuard(options: GuardOptions | undefined, host: Host | und
   };
   const denied = (a: _Admission, gate: Gate, r: GateRefusal): Response => {
     a.release();
-    return refuse(r.layer ?? gate.layer, r, a);
+    const res = refuse(r.layer ?? gate.layer, r, a);
+    // An upload it leaves unread ends its connection (Deno: dropped after the answer), as the body cap's 413 does.
+    return r.close !== true && _refusedUpload(a) ? dropConnectionAfter(res) : res;
   };
 
   const exempt = _exemptMatcher(o.exempt, what, sink);

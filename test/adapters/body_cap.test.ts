@@ -9,6 +9,7 @@ import { _maxRequestBodySize } from "../../src/adapters/bun/serve.ts";
 import { resolveConfig } from "../../src/core/config.ts";
 import { runtime } from "../support/runtime.ts";
 import { chunk, openSock, parseResponse, rawRequest, type Sock, waitUntil, within } from "../support/reliability.ts";
+import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 
 const CAP = 1024;
 const UPLOAD_CAP = 256 * 1024;
@@ -343,6 +344,56 @@ describe(`body cap over HTTP (${runtime})`, () => {
     } finally {
       sock.destroy();
       await h.shutdown();
+    }
+  });
+});
+
+// A review: only the body cap's 413 closed on an upload left unread; a gate's 429 or 503 before
+// it left the connection open, and Deno and Bun read the whole upload at the client's pace.
+describe(`body cap over HTTP: an upload a gate refused first (${runtime})`, () => {
+  test(`body cap: a declared length over the cap refused by a gate before the body cap (rate limit 429, concurrency 503) closes the connection without the rest of the body (${runtime})`, TIMEOUT, async () => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let started = 0;
+    const handle = await serveHere(async () => (started++, await held, new Response("slow")), {
+      bodyLimitBytes: CAP,
+      concurrencyLimit: 1,
+      shedWaitMs: 0,
+      rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 2, windowMs: 60_000 }), scope: "ip" }],
+    });
+    try {
+      const port = handle.address.port;
+      const slow = fetch(`http://127.0.0.1:${port}/slow`);
+      await waitUntil(() => started === 1, () => "the permit held");
+      const refusedBy = async (status: number) => {
+        const sock = await openSock(port);
+        try {
+          // Over 64 KiB and the cap, under Bun's own ceiling (the cap + 1 MiB), which would answer first.
+          sock.write(head("/upload", `Content-Length: ${512 * 1024}\r\n`));
+          sock.write("x".repeat(4096)); // a little of the 512 KiB; the rest is never sent
+          const answer = await answerThenClose(sock);
+          assert.equal(answer.status, status);
+          assert.match(answer.connection ?? "", /^close(, close)?$/);
+        } finally {
+          sock.destroy();
+        }
+      };
+      await refusedBy(503); // the concurrency limit (gate 7), the rate limit's second
+      await refusedBy(429); // the rate limit (gate 5): its budget of 2 is spent
+      // A small body refused keeps its connection: the rest is read, not worth a new connection.
+      const small = await openSock(port);
+      try {
+        small.write(head("/small", "Content-Length: 5\r\n") + "hello");
+        const res = await small.response();
+        assert.equal(res.status, 429);
+        assert.notEqual(res.headers.get("connection"), "close");
+      } finally {
+        small.destroy();
+      }
+      assert.equal(started, 1, "no other handler ran");
+    } finally {
+      release();
+      await handle.shutdown();
     }
   });
 });
