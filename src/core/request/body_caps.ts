@@ -126,8 +126,11 @@ export function _capFor(request: Request, service: number | undefined, routes: r
 }
 
 function _routeCap(path: string, method: string, service: number | undefined, routes: readonly RouteBodyLimit[]): number | undefined {
+  // Entries are upper-cased; a method as sent may not be (Deno hands "patch" over: a PATCH
+  // route's lowered cap missed it, a review).
+  let upper: string | undefined;
   for (const route of routes) {
-    if (route.method !== undefined && route.method !== method) continue;
+    if (route.method !== undefined && route.method !== method && route.method !== (upper ??= method.toUpperCase())) continue;
     const p = route.path;
     if (!p.endsWith("*")) {
       if (path === p) return route.bytes;
