@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { EventEmitter } from "node:events";
 import { Hono } from "hono";
 import { compress } from "hono/compress";
+import { methodOverride } from "hono/method-override";
 import { createGuard } from "../../src/core/guard.ts";
 import type { Context } from "hono";
 import { bodyLimit, hygiene, hygieneContext, inFlightCap, noTimeout, rateLimit, timeout } from "../../src/hono/mod.ts";
@@ -917,6 +918,30 @@ describe(`hono middleware (${runtime})`, () => {
     release();
     assert.equal(await (await slow).text(), "slow");
     assert.equal(errors.length, 3);
+  });
+
+  test(`hono middleware: Hono's methodOverride mounted before hygiene() re-dispatches a request that is guarded once; mounted after it, twice (a review: held its permit while its copy waited for one, 503) (${runtime})`, async () => {
+    const build = (overrideFirst: boolean) => {
+      const denials: string[] = [];
+      let runs = 0;
+      const app = new Hono();
+      if (overrideFirst) app.use("/posts", methodOverride({ app }));
+      app.use(hygiene({ loadMonitor: false, concurrencyLimit: 1, shedWaitMs: 50, log: () => {}, onDeny: (e) => void denials.push(`${e.layer}/${e.reason}`) }));
+      if (!overrideFirst) app.use("/posts", methodOverride({ app }));
+      app.delete("/posts", (c) => (runs++, c.text("deleted")));
+      const send = () => app.request("/posts", { method: "POST", body: new URLSearchParams({ _method: "DELETE" }) });
+      return { send, denials, runs: () => runs };
+    };
+    const first = build(true);
+    const res = await first.send();
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), "deleted");
+    assert.deepEqual(first.denials, []);
+    assert.equal(first.runs(), 1);
+    const after = build(false);
+    assert.equal((await after.send()).status, 503, "the outer request holds the one permit its re-dispatched copy waits for");
+    assert.deepEqual(after.denials, ["concurrency/queue-timeout"]);
+    assert.equal(after.runs(), 0);
   });
 
 });
