@@ -377,6 +377,41 @@ describe(`adapter serve (${runtime})`, () => {
     }
   });
 
+  // A review: at the deadline the guard's 408 replaced the 101 of a handler that upgraded and
+  // answered late; Deno then closed the server's listener, and the drain read it as "clean".
+  test(`adapter serve: a WebSocket handshake answered past requestTimeoutMs switches protocols, and the server serves on; a listener Deno closes by itself is an io failure${runtime === "deno" ? "" : ` (deno only: serve() upgrades nothing on ${runtime})`}`, { skip: runtime !== "deno" }, async () => {
+    type DenoWs = { socket: WebSocket; response: Response };
+    const upgrade = (globalThis as unknown as { Deno: { upgradeWebSocket(r: Request): DenoWs } }).Deno.upgradeWebSocket;
+    const events: string[] = [];
+    const handle = await serveHere(async (request) => {
+      if (new URL(request.url).pathname !== "/ws") return new Response("plain");
+      const { socket, response } = upgrade(request);
+      socket.onmessage = (e) => socket.send(`echo:${e.data}`);
+      await delay(400); // a session looked up, a channel joined: past the deadline
+      return response;
+    }, { requestTimeoutMs: 150, onEvent: (e) => void (e.type !== "request" && events.push(e.type === "deny" ? `${e.layer}/${e.reason}` : e.type)) });
+    try {
+      const ws = new WebSocket(`ws://127.0.0.1:${handle.address.port}/ws`);
+      const echoed = await within(new Promise<string>((resolve, reject) => {
+        ws.onopen = () => ws.send("hi");
+        ws.onmessage = (e) => resolve(String(e.data));
+        ws.onerror = (e) => reject(new Error(`the upgrade failed: ${(e as ErrorEvent).message ?? e.type}`));
+      }), "the echo");
+      assert.equal(echoed, "echo:hi");
+      ws.close();
+      assert.deepEqual(events, [], "no 408");
+      assert.equal(await (await fetch(`http://127.0.0.1:${handle.address.port}/`)).text(), "plain", "the server serves on");
+    } finally {
+      assert.equal((await handle.shutdown()).outcome, "clean");
+    }
+    // A handshake answered with something else than its 101 (here the handler's own mistake):
+    // Deno closes the listener; serve() reports the failure instead of a clean stop.
+    const broken = await serveHere((request) => (upgrade(request), new Response("not a 101")), { drainTimeoutMs: 1000, requestTimeoutMs: 500 });
+    const ws = new WebSocket(`ws://127.0.0.1:${broken.address.port}/`);
+    ws.onerror = () => {};
+    await assert.rejects(within(broken.finished, "the server's end"), (error: unknown) => isServeError(error) && error.kind === "io");
+  });
+
   test(`adapter serve: the runtimes' TLS options are refused, not ignored (serve() listens on plain HTTP) (${runtime})`, async () => {
     for (const field of ["tls", "cert", "key"]) {
       await assert.rejects(serveHere(() => new Response("x"), { [field]: "-----BEGIN CERTIFICATE-----" } as never), {

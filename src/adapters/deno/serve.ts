@@ -16,6 +16,7 @@ import {
   _isDrainAbort,
   _closing,
   _optionalBoolean,
+  _isWebSocketUpgrade,
   _safeLogger,
 } from "../../core/mod.ts";
 import { _BodyWatch, _DROP } from "./drop.ts";
@@ -98,6 +99,10 @@ class _PeerInfo {
     const remote = this.#info.remoteAddr;
     return peerAddress(remote.hostname, remote.port);
   }
+  /** A WebSocket handshake: Deno takes only its handler's 101 (any other answer closes the listener). */
+  upgrading(request: Request): boolean {
+    return _isWebSocketUpgrade(request);
+  }
 }
 
 /** The Deno.serve binding: listens with the guarded fetch and exposes the core's Server. */
@@ -105,6 +110,7 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | un
   const drop = options.dropUnreadBody !== false;
   return (fetch, { port, hostname, stopping }) => {
     const uploads = new _Uploads();
+    let stopped = false;
     const server = Deno.serve({
       port,
       hostname,
@@ -139,6 +145,7 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | un
       // Refuses new connections, closes idle keep-alive, settles when in-flight is done — once
       // the uploads in progress have been read (Deno's shutdown fails their reads: uploads.ts).
       stopAccepting: async () => {
+        stopped = true;
         await uploads.ended();
         await server.shutdown();
       },
@@ -147,7 +154,12 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | un
       // fired (abortAll) before this is called, and the process exits after the flush. An
       // upload the stop still waited for waits no more.
       closeAll: () => uploads.cut(),
-      closed: server.finished,
+      // Deno's listener ends by itself only when it failed (an upgrade answered with something
+      // else than its 101 ends it): a failure, not a clean stop (a review: a server gone read
+      // as "clean", exit 0).
+      closed: server.finished.then(() => {
+        if (!stopped) throw new Error("Deno closed the server's listener by itself (a WebSocket handshake answered with something else than its 101?)");
+      }),
     };
   };
 }

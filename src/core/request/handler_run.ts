@@ -70,6 +70,8 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
 
   const onDeadline = (a: _Admission) => {
     if (a.settled || a.sentStatus !== undefined) return;
+    // A handshake the runtime must answer with its handler's own 101 (ServeInfo.upgrading).
+    if (a.info?.upgrading?.(a.request) === true) return;
     a.abandon(TIMEOUT());
     // A 408 ends its connection (RFC 9110 §15.5.9); with a body that may still be arriving,
     // even where the runtime would read it to its end (Deno).

@@ -95,6 +95,18 @@ export interface ServeInfo {
    * answered without it and the client never sends the body.
    */
   readonly continueBody?: (() => void) | undefined;
+  /**
+   * Whether the runtime takes no answer to `request` but its handler's own (Deno, for a
+   * WebSocket handshake: once the handler called `upgradeWebSocket`, any other answer closes
+   * the server's listener). Asked only at the request's deadline: when true no 408 is given,
+   * and the deadline lapses (a review: the 408 closed the listener, and the server stopped).
+   */
+  readonly upgrading?: ((request: Request) => boolean) | undefined;
+}
+
+/** Whether `request` asks for a WebSocket (`Upgrade: websocket`). */
+export function _isWebSocketUpgrade(request: Request): boolean {
+  return request.headers.get("upgrade")?.toLowerCase() === "websocket";
 }
 
 /**
