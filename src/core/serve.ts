@@ -218,18 +218,23 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
     // Observed here, so a failure is never an unhandled rejection (it still reaches whoever
     // awaits `finished`), and the process reports the outcome by its exit code: ended now
     // (exitOnDrained), or — without it — whenever it ends on its own.
+    // The Host's primitives may throw (an embedder's): logged, and the rest still done (a
+    // review: a throwing setExitCode was an unhandled rejection and kept the IPC channel).
+    const attempt = (step: () => void, msg: string) => {
+      try {
+        step();
+      } catch (error) {
+        _safeLogger(o.log ?? host.log ?? consoleLogger)({ level: "error", msg, error });
+      }
+    };
     const end = (code: number) => {
-      if (code !== 0) host.setExitCode?.(code);
+      if (code !== 0) attempt(() => host.setExitCode?.(code), "set exit code failed");
       // A node:cluster worker's IPC channel kept it alive after its drain, until the
       // supervisor's SIGKILL took the code with it (a review).
-      try {
-        host.detach?.();
-      } catch (error) {
-        _safeLogger(o.log ?? host.log ?? consoleLogger)({ level: "error", msg: "detach failed", error });
-      }
+      attempt(() => host.detach?.(), "detach failed");
       // One macrotask later, so the caller's own reactions to `finished` (logging the
       // outcome) run before the process ends.
-      if (o.exitOnDrained && host.exit !== undefined) host.clock.setTimeout(() => host.exit!(code), 0);
+      if (o.exitOnDrained && host.exit !== undefined) host.clock.setTimeout(() => attempt(() => host.exit!(code), "exit failed"), 0);
     };
     finished.then((outcome) => end(exitCodeFor(outcome)), (error: unknown) => {
       _safeLogger(o.log ?? host.log ?? consoleLogger)({ level: "error", msg: "serve failed", kind: (error as { kind?: unknown })?.kind, error });

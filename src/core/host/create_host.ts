@@ -68,6 +68,54 @@ function _signals(value: SignalApi | undefined): SignalApi | undefined {
   return value;
 }
 
+// A primitive that throws is logged once and stood in for (a review: a throwing `unref` left
+// the timer it was given uncancellable, every request failed, and the deadline wheel's
+// intervals multiplied; a throwing `setImmediate` failed every request that waited a turn).
+function _once(log: Logger, msg: string): (error: unknown) => void {
+  let logged = false;
+  return (error) => {
+    if (logged) return;
+    logged = true;
+    log({ level: "error", msg, error });
+  };
+}
+
+/** The Host's `unref`, a throw logged once (the timer then keeps the process alive). */
+function _unrefOrLog(unref: (id: unknown) => void, log: Logger): (id: unknown) => void {
+  const failed = _once(log, "timer unref failed");
+  return (id) => {
+    try {
+      unref(id);
+    } catch (error) {
+      failed(error);
+    }
+  };
+}
+
+/** A macrotask the Host's `setImmediate` would not schedule (it threw). */
+class _Instead {
+  constructor(readonly timer: ReturnType<typeof setTimeout>) {}
+}
+
+/** The Host's `setImmediate`, a 0 ms timer standing in where it throws (logged once). */
+function _immediateOrTimer(set: (fn: () => void) => unknown, clear: (id: never) => void, log: Logger): { set(fn: () => void): unknown; clear(id: never): void } {
+  const failed = _once(log, "setImmediate failed; a 0 ms timer stands in");
+  return {
+    set(fn) {
+      try {
+        return set(fn);
+      } catch (error) {
+        failed(error);
+        return new _Instead(setTimeout(fn, 0));
+      }
+    },
+    clear(id) {
+      if ((id as unknown) instanceof _Instead) clearTimeout((id as unknown as _Instead).timer);
+      else clear(id);
+    },
+  };
+}
+
 /** Every option of {@linkcode HostOptions}: any other key is refused (_validate.ts `_onlyKnown`). */
 const HOST_KEYS: _KeyList<HostOptions> = { rss: true, liveBytes: true, collectGarbage: true, cpuMs: true, cpuCores: true, signals: true, exit: true, setExitCode: true, ipcChannel: true, unref: true, setImmediate: true, clearImmediate: true, log: true, cloneResponses: true };
 
@@ -107,8 +155,8 @@ export function createHost(options?: HostOptions): Host {
   const rss = o.rss;
   const host: { -readonly [K in keyof Host]: Host[K] } = {
     clock: createSystemClock({
-      ...(o.unref === undefined ? {} : { unref: o.unref }),
-      ...(o.setImmediate === undefined ? {} : { immediate: { set: o.setImmediate, clear: o.clearImmediate! } }),
+      ...(o.unref === undefined ? {} : { unref: _unrefOrLog(o.unref, log) }),
+      ...(o.setImmediate === undefined ? {} : { immediate: _immediateOrTimer(o.setImmediate, o.clearImmediate!, log) }),
     }),
     log,
     rss: rss === undefined ? () => undefined : () => rss(),

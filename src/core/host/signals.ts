@@ -39,5 +39,15 @@ export function installShutdownSignals(
       log({ level: "error", msg: "signal handler install failed", signal, error });
     }
   }
-  return () => removers.splice(0).forEach((remove) => remove());
+  // A remove that throws is logged too: it replaced serve()'s drain outcome with its error, and
+  // the next signal's listener stayed (a review).
+  return () => {
+    for (const remove of removers.splice(0)) {
+      try {
+        remove();
+      } catch (error) {
+        log({ level: "error", msg: "signal handler removal failed", error });
+      }
+    }
+  };
 }

@@ -125,7 +125,11 @@ export function createMemoryCeiling(options: MemoryCeilingOptions): MemoryCeilin
     try {
       const value = reader();
       if (rss && value === 0) throw new Error("The RSS reading was 0: the runtime could not read it");
-      return typeof value === "number" && Number.isFinite(value) ? value : undefined;
+      if (value === undefined) return undefined;
+      // Anything else but a count of bytes is a failed reading too, reported: NaN, a string
+      // (a /proc line left unparsed), a negative number turned the ceiling off unseen (a review).
+      if (typeof value !== "number" || !Number.isFinite(value) || value < 0) throw new Error(`The ${rss ? "RSS" : "live memory"} reading was ${_show(value)}: no count of bytes`);
+      return value;
     } catch (error) {
       fault(error);
       return undefined;

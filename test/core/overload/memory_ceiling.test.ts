@@ -79,6 +79,19 @@ describe("memory ceiling", () => {
     ceiling.dispose();
   });
 
+  test("memory ceiling: a reading that is no count of bytes (NaN, a string, a negative number, Infinity) is a failed reading, reported as a fault, not the ceiling silently off (a review)", () => {
+    for (const bad of [Number.NaN, "5368709120", -5, Infinity]) {
+      const clock = createManualClock();
+      const events: HygieneEvent[] = [];
+      const ceiling = createMemoryCeiling({ ceilingBytes: 10, intervalMs: 10, rss: () => bad as number, clock, onEvent: (e) => events.push(e) });
+      assert.equal(ceiling.lastRss, undefined, String(bad));
+      assert.equal(ceiling.shedding, false, "fails open");
+      assert.deepEqual(events.map((e) => [e.type, e.type === "fault" && e.source]), [["fault", "memory-ceiling"]], String(bad));
+      assert.match(String((events[0] as { error: Error }).error.message), /RSS reading was .*: no count of bytes/);
+      ceiling.dispose();
+    }
+  });
+
   test("memory ceiling: an RSS reading of 0 (Deno's when it cannot read it, out of descriptors) is a failed reading, reported as a fault, not a process using no memory", () => {
     const clock = createManualClock();
     const events: HygieneEvent[] = [];
