@@ -55,7 +55,7 @@ export {
 import { _safeLogger } from "./_user_code.ts";
 import { _BodyWaits } from "./request/_body_waits.ts";
 import { _refusedUpload } from "./request/_refused_upload.ts";
-import { dropConnectionAfter } from "./request/connection_drop.ts";
+import { _refusingUpload } from "./request/connection_drop.ts";
 export { type _HeadAnswer, _refusalHead } from "./gates/refuse.ts";
 
 /**
@@ -216,8 +216,8 @@ export function _createGuard(options: GuardOptions | undefined, host: Host | und
   const denied = (a: _Admission, gate: Gate, r: GateRefusal): Response => {
     a.release();
     const res = refuse(r.layer ?? gate.layer, r, a);
-    // An upload it leaves unread ends its connection (Deno: dropped after the answer), as the body cap's 413 does.
-    return r.close !== true && _refusedUpload(a) ? dropConnectionAfter(res) : res;
+    // An upload it leaves unread ends its connection, as the body cap's 413 does (Deno: dropped after the answer, as the 413).
+    return r.close !== true && _refusedUpload(a) ? _refusingUpload(res) : res;
   };
 
   const exempt = _exemptMatcher(o.exempt, what, sink);

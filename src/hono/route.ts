@@ -29,6 +29,8 @@ import {
   type _KeyList,
   _onlyKnown,
   _optionalBoolean,
+  _refusingUpload,
+  _unreadCloses,
   _IN_FLIGHT_LIMITER_KEYS,
 } from "../core/mod.ts";
 import type { Context } from "hono";
@@ -66,7 +68,7 @@ function _routeKey(c: Context, context: RequestContext | undefined, own: boolean
 function _keyRefused(c: Context, failure: _KeyFailed, sink: EventSink | undefined, layer: "rate" | "peer", fields: { scope?: string; limiterClass?: string }): Response {
   if (failure.reported !== true) _emit([sink], { type: "fault", source: "client-key", error: failure.failed, failed: "closed" });
   _emit([sink], { type: "deny", layer, reason: "limiter-error", status: 429, retryAfterMs: KEY_FAILED_RETRY_MS, ...fields });
-  return _kept(c, denyResponse(429, { retryAfterMs: KEY_FAILED_RETRY_MS }));
+  return _closingUpload(c, _kept(c, denyResponse(429, { retryAfterMs: KEY_FAILED_RETRY_MS })));
 }
 
 /**
@@ -75,6 +77,18 @@ function _keyRefused(c: Context, failure: _KeyFailed, sink: EventSink | undefine
  * connection — as Hono's own middleware's answers keep them (a review: a fresh Response
  * returned from the chain lost them). `c.newResponse()` holds what was set so far.
  */
+/**
+ * A refusal that leaves the request's upload unread, over 64 KiB or of unknown length, ends its
+ * connection, as the guard's own refusals do (a review: Deno read an 8 MiB upload to its end
+ * after a route's 429). A GET or HEAD is not asked (Deno and Bun do not check their bodies).
+ */
+function _closingUpload(c: Context, res: Response): Response {
+  const request = c.req.raw;
+  const method = request.method;
+  if (method === "GET" || method === "HEAD" || request.bodyUsed || request.body === null) return res;
+  return _unreadCloses(request, declaredLength(request.headers), true) ? _refusingUpload(res) : res;
+}
+
 function _kept(c: Context, res: Response): Response {
   const kept = _carried(c.newResponse(null), res);
   // Hono's compose puts the refusal in as `c.res`, and its setter copies over it every header of
@@ -235,7 +249,7 @@ export const rateLimit = (options: RateLimitOptions): MiddlewareHandler => {
         ...(limiter.name === undefined ? {} : { limiterClass: limiter.name }),
       });
       // The fields only on an over-limit 429: a store that failed has no budget to tell.
-      return _kept(c, rateLimitedResponse(decision, { rateLimitHeaders: options.headers === true && reason === "over-limit" }));
+      return _closingUpload(c, _kept(c, rateLimitedResponse(decision, { rateLimitHeaders: options.headers === true && reason === "over-limit" })));
     }
     await next();
   };
@@ -295,7 +309,7 @@ export const inFlightCap = (options: InFlightCapOptions = {}): MiddlewareHandler
           // A sink that throws is ignored for that event (EventSink): the client still gets its answer.
         }
       }
-      return _kept(c, denyResponse(slot.status, { retryAfterMs: slot.retryAfterMs }));
+      return _closingUpload(c, _kept(c, denyResponse(slot.status, { retryAfterMs: slot.retryAfterMs })));
     }
     try {
       await next();

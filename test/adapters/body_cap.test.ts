@@ -10,6 +10,8 @@ import { resolveConfig } from "../../src/core/config.ts";
 import { runtime } from "../support/runtime.ts";
 import { chunk, openSock, parseResponse, rawRequest, type Sock, waitUntil, within } from "../support/reliability.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
+import { Hono } from "hono";
+import { rateLimit } from "../../src/hono/mod.ts";
 
 const CAP = 1024;
 const UPLOAD_CAP = 256 * 1024;
@@ -396,4 +398,54 @@ describe(`body cap over HTTP: an upload a gate refused first (${runtime})`, () =
       await handle.shutdown();
     }
   });
+
+  test(`body cap: a route-level rateLimit()'s 429 to a large upload closes the connection without the rest too (${runtime})`, TIMEOUT, async () => {
+    const app = new Hono();
+    app.post("/login", rateLimit({ limiter: createFixedWindowLimiter({ limit: 1, windowMs: 60_000 }) }), (c) => c.text("in"));
+    const handle = await serveHere(app.fetch, { bodyLimitBytes: CAP, routeBodyLimits: [{ path: "/login", bytes: 1024 * 1024 }] });
+    try {
+      const port = handle.address.port;
+      assert.equal((await rawRequest(port, head("/login", "Content-Length: 2\r\n"), "hi")).status, 200);
+      const sock = await openSock(port);
+      try {
+        sock.write(head("/login", `Content-Length: ${512 * 1024}\r\n`));
+        sock.write("x".repeat(4096));
+        const answer = await answerThenClose(sock);
+        assert.equal(answer.status, 429);
+        assert.match(answer.connection ?? "", /^close(, close)?$/);
+      } finally {
+        sock.destroy();
+      }
+    } finally {
+      await handle.shutdown();
+    }
+  });
+
+  test(`body cap: with dropUnreadBody: false a gate's refusal of an upload leaves the connection to Deno, as the 413's${runtime === "deno" ? "" : ` (deno only; skipped on ${runtime})`}`, { ...TIMEOUT, skip: runtime !== "deno" }, async () => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let started = 0;
+    const handle = await serveHere(async () => (started++, await held, new Response("slow")), { bodyLimitBytes: CAP, concurrencyLimit: 1, shedWaitMs: 0, dropUnreadBody: false } as ServeOptions);
+    try {
+      const port = handle.address.port;
+      const slow = fetch(`http://127.0.0.1:${port}/slow`);
+      await waitUntil(() => started === 1, () => "the permit held");
+      const sock = await openSock(port);
+      try {
+        sock.write(head("/upload", `Content-Length: ${512 * 1024}\r\n`));
+        sock.write("x".repeat(4096));
+        const res = await sock.response();
+        assert.equal(res.status, 503);
+        await new Promise((r) => setTimeout(r, 200));
+        assert.equal(sock.isClosed(), false, "Deno waits for the rest of the body");
+      } finally {
+        sock.destroy();
+        release();
+        await slow;
+      }
+    } finally {
+      await handle.shutdown();
+    }
+  });
+
 });

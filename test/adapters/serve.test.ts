@@ -6,7 +6,7 @@ import { createShutdownController } from "../../src/core/lifecycle/shutdown_cont
 import type { ServeHandle } from "../../src/core/mod.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { runtime } from "../support/runtime.ts";
-import { delay, openSock, rawRequest, within } from "../support/reliability.ts";
+import { delay, openSock, parseResponse, rawRequest, waitUntil, within } from "../support/reliability.ts";
 
 describe(`adapter serve (${runtime})`, () => {
   test(`adapter serve: answers over real HTTP on port 0, reports the peer, drains clean on a manual shutdown (${runtime})`, async () => {
@@ -403,6 +403,29 @@ describe(`adapter serve (${runtime})`, () => {
       assert.equal(await (await fetch(`http://127.0.0.1:${handle.address.port}/`)).text(), "plain", "the server serves on");
     } finally {
       assert.equal((await handle.shutdown()).outcome, "clean");
+    }
+    // Only a whole handshake: `Upgrade: websocket` alone, or on a POST, does not dodge the
+    // deadline (a review: any client switched requestTimeoutMs off with one header).
+    const slow = await serveHere(async () => (await delay(600), new Response("slow")), { requestTimeoutMs: 150 });
+    try {
+      const port = slow.address.port;
+      for (const head of [
+        "GET /x HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\r\n",
+        "GET /x HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+        "POST /x HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nContent-Length: 0\r\n\r\n",
+      ]) {
+        const sock = await openSock(port);
+        try {
+          sock.write(head);
+          // The head is enough (Deno leaves the 408 to a POST unterminated: it drops the connection).
+          await waitUntil(() => parseResponse(sock.received(), sock.isClosed()) !== undefined || sock.isClosed(), () => "an answer");
+          assert.equal(parseResponse(sock.received(), true)?.status, 408, head.split("\r\n").slice(0, 4).join(" | "));
+        } finally {
+          sock.destroy();
+        }
+      }
+    } finally {
+      await slow.shutdown();
     }
     // A handshake answered with something else than its 101 (here the handler's own mistake):
     // Deno closes the listener; serve() reports the failure instead of a clean stop.

@@ -17,6 +17,7 @@ import {
   _closing,
   _optionalBoolean,
   _isWebSocketUpgrade,
+  _refusesUpload,
   _safeLogger,
 } from "../../core/mod.ts";
 import { _BodyWatch, _DROP } from "./drop.ts";
@@ -28,8 +29,8 @@ import { _watchLegacyAbort } from "./legacy_abort.ts";
 export interface DenoServeOptions extends ServeOptions, DenoHostOptions {
   /**
    * When the body cap refuses an upload (413) whose unread rest is over 64 KiB or of unknown
-   * length, drop the connection after the answer's text instead of letting Deno read the rest
-   * to its end: the client gets the status and the text, but the chunked body is left
+   * length — or a gate before it does (a 429, a 503) — drop the connection after the answer's
+   * text instead of letting Deno read the rest to its end: the client gets the status and the text, but the chunked body is left
    * unterminated (reading it fails). A handler's own answer to a body it left unread is sent
    * whole and Deno reads the rest (dropped, the reset cut large answers short). `false`: Deno
    * reads a refused upload's rest to its end too, however long it is.
@@ -74,7 +75,8 @@ function _uploads(headers: Headers): boolean {
 function _drops(request: Request, res: Response, drop: boolean, draining: boolean, hasBody: boolean, arrivedLate: boolean): boolean {
   if (dropsConnection(res)) return true;
   // A GET or HEAD is never answered for an unread body (its body is not checked on Deno).
-  if (!drop || (res.status !== 413 && !draining) || request.method === "GET" || request.method === "HEAD") return false;
+  // A gate's refusal of an upload (the core marks it: _refusingUpload) is dropped as the 413 is.
+  if (!drop || (res.status !== 413 && !draining && !_refusesUpload(res)) || request.method === "GET" || request.method === "HEAD") return false;
   // Nor a request whose body is empty (Content-Length: 0, or no length on HTTP/1.1): Deno has
   // nothing to read, and its answer was cut for an "unknown length" (a DELETE at the drain).
   if (!hasBody) return false;

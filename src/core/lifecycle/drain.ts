@@ -140,7 +140,8 @@ export function runUntilDrained(
 const _FLUSH_AFTER_FAILURE_MS = 100;
 
 async function _run(server: Server, controller: ShutdownController, config: _Config): Promise<DrainOutcome> {
-  const ended = await _serve(server, controller, config.log);
+  const serving: _Serving = { accepting: true, failed: undefined };
+  const ended = await _serve(server, controller, config.log, serving);
   if (ended.kind === "failed") {
     // The listener failed (Deno's ends at the first accept out of descriptors): the requests
     // already admitted still get their answers, within the drain window, before the failure
@@ -158,7 +159,7 @@ async function _run(server: Server, controller: ShutdownController, config: _Con
   }
   const outcome = ended.kind === "closed"
     ? Object.freeze({ outcome: "clean", stillRunning: 0, drainedAt: config.clock.now(), joinsPending: controller.pendingJoins } as const)
-    : await _drain(server, controller, ended.info, config);
+    : await _drain(server, controller, ended.info, config, serving);
   const flush = config.onDrained;
   if (flush !== undefined) {
     let inTime: boolean;
@@ -169,13 +170,19 @@ async function _run(server: Server, controller: ShutdownController, config: _Con
     }
     if (!inTime) throw new ServeError("flush", new DOMException(`The flush hook did not finish within ${config.flushTimeoutMs} ms`, "TimeoutError"), outcome);
   }
+  // The server failed while it was still to serve (the pre-stop delay): not a clean stop, however
+  // the requests drained (a review: Deno's listener gone mid-delay read as "clean", exit 0).
+  if (serving.failed !== undefined) throw new ServeError("io", serving.failed.error, outcome);
   return outcome;
 }
 
 type _Ended = { kind: "signal"; info: StopInfo } | { kind: "closed" } | { kind: "failed"; error: unknown };
 
+/** Whether the server is still to accept (until the drain stops it), and how it failed meanwhile. */
+type _Serving = { accepting: boolean; failed: { error: unknown } | undefined };
+
 /** Phase 1: no timer runs here, so a healthy server serves as long as it likes. */
-function _serve(server: Server, controller: ShutdownController, log: Logger): Promise<_Ended> {
+function _serve(server: Server, controller: ShutdownController, log: Logger, serving: _Serving): Promise<_Ended> {
   return new Promise((resolve) => {
     let settled = false;
     const end = (ended: _Ended) => {
@@ -186,18 +193,23 @@ function _serve(server: Server, controller: ShutdownController, log: Logger): Pr
     void controller.stopped.then((info) => settled || end({ kind: "signal", info }));
     server.closed.then(
       () => settled || end({ kind: "closed" }),
-      (error) => (settled ? log({ level: "error", msg: "server failed while draining", error }) : end({ kind: "failed", error })),
+      (error) => {
+        if (!settled) return end({ kind: "failed", error });
+        log({ level: "error", msg: "server failed while draining", error });
+        if (serving.accepting) serving.failed ??= { error };
+      },
     );
   });
 }
 
 /** Phase 2: everything after the signal shares one window, counted from the signal. */
-async function _drain(server: Server, controller: ShutdownController, info: StopInfo, config: _Config): Promise<DrainOutcome> {
+async function _drain(server: Server, controller: ShutdownController, info: StopInfo, config: _Config, serving: _Serving): Promise<DrainOutcome> {
   const { clock, log, work, drainTimeoutMs, preStopDelayMs } = config;
   const deadline = info.at + drainTimeoutMs;
   log({ level: "info", msg: "draining", reason: info.reason, drainTimeoutMs, preStopDelayMs });
   if (preStopDelayMs > 0) await _within(clock, info.at + preStopDelayMs, new Promise(() => {}));
 
+  serving.accepting = false;
   const stopping = _settled(() => {
     config.beforeStopAccepting?.();
     return server.stopAccepting();

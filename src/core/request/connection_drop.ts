@@ -38,3 +38,24 @@ export function dropConnectionAfter(response: Response): Response {
 export function dropsConnection(response: Response): boolean {
   return (response as _Marked)[DROP] === true;
 }
+
+const REFUSED: unique symbol = Symbol.for("serve-hygiene.refusedUpload") as never;
+
+type _Refusal = Response & { [REFUSED]?: true };
+
+/**
+ * Marks a refusal (a 429, a 503) given to a request whose upload it leaves unread, over 64 KiB
+ * or of unknown length: it carries `Connection: close`, and an adapter whose runtime would read
+ * the rest first ends the connection after it — as it does the body cap's 413, and only where
+ * it does (Deno's `dropUnreadBody`). Returns the same response.
+ */
+export function _refusingUpload(response: Response): Response {
+  response.headers.set("connection", "close");
+  (response as _Refusal)[REFUSED] = true;
+  return response;
+}
+
+/** Whether `response` was marked with {@linkcode _refusingUpload}. */
+export function _refusesUpload(response: Response): boolean {
+  return (response as _Refusal)[REFUSED] === true;
+}

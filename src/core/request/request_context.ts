@@ -98,15 +98,23 @@ export interface ServeInfo {
   /**
    * Whether the runtime takes no answer to `request` but its handler's own (Deno, for a
    * WebSocket handshake: once the handler called `upgradeWebSocket`, any other answer closes
-   * the server's listener). Asked only at the request's deadline: when true no 408 is given,
-   * and the deadline lapses (a review: the 408 closed the listener, and the server stopped).
+   * the server's listener). Asked only at the request's deadline: when true the deadline lapses
+   * — no 408, and the handler's signal does not fire either, as a handler that fails on it
+   * after upgrading gets a 500 that closes the listener just the same (a review: the 408 closed
+   * it, and the server stopped).
    */
   readonly upgrading?: ((request: Request) => boolean) | undefined;
 }
 
-/** Whether `request` asks for a WebSocket (`Upgrade: websocket`). */
+/**
+ * Whether `request` is a WebSocket handshake a runtime would take (RFC 6455 §4.1: a GET with
+ * `Upgrade: websocket`, `Connection: Upgrade` and a `Sec-WebSocket-Key`). The whole shape, not
+ * the one header: with `Upgrade: websocket` alone any request dodged its deadline (a review).
+ */
 export function _isWebSocketUpgrade(request: Request): boolean {
-  return request.headers.get("upgrade")?.toLowerCase() === "websocket";
+  if (request.method !== "GET") return false;
+  const headers = request.headers;
+  return headers.get("upgrade")?.toLowerCase() === "websocket" && /(?:^|,)\s*upgrade\s*(?:,|$)/i.test(headers.get("connection") ?? "") && headers.has("sec-websocket-key");
 }
 
 /**

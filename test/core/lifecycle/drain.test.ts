@@ -404,6 +404,29 @@ describe("drain", () => {
     assert.equal(state.settledAt, 3_000);
   });
 
+  test("drain: a server that fails during the pre-stop delay, while it was still to serve, ends the drain with an io ServeError (the outcome kept); one failing after accepting stopped is logged only", async () => {
+    const s = setup();
+    const logs: string[] = [];
+    const state = run(s, { drainTimeoutMs: 25_000, preStopDelayMs: 5_000, log: (r) => void logs.push(r.msg) });
+    s.fake.signal("SIGTERM");
+    await tick();
+    s.clock.advance(1_000);
+    s.server.fail(new Error("listener gone"));
+    await tick();
+    s.clock.advance(4_000);
+    await tick();
+    assert.ok(isServeError(state.error) && state.error.kind === "io", `a Deno listener gone mid-delay read as clean: ${String(state.error ?? state.outcome?.outcome)}`);
+    assert.equal((state.error as ServeError).outcome?.outcome, "clean", "the requests' own outcome kept");
+    assert.ok(logs.includes("server failed while draining"));
+    const later = setup();
+    const after = run(later, { drainTimeoutMs: 25_000 });
+    const stop = later.server.stopAccepting.bind(later.server);
+    later.server.stopAccepting = () => (later.server.fail(new Error("closed under the stop")), stop());
+    later.fake.signal("SIGTERM");
+    await tick();
+    assert.equal(after.outcome?.outcome, "clean");
+  });
+
   test("drain: the pre-stop delay keeps accepting for N ms and counts inside the window", async () => {
     const s = setup();
     const calls: string[] = [];
