@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { _carried, _guardedFetch, _isWebSocketUpgrade, _safeLogger, consoleLogger, type AbortSignalLike, createGuard, type Guard, type GuardOptions, type Host, type PeerAddress } from "../core/mod.ts";
+import { _carried, _guardedFetch, _upgradedWebSocket, _safeLogger, consoleLogger, type AbortSignalLike, createGuard, type Guard, type GuardOptions, type Host, type PeerAddress } from "../core/mod.ts";
 import { _clientGoneOf, _clientLeftOf, CONTEXT_KEY, hygieneContext, peerOf, type _WithContext } from "./context.ts";
 
 /** Options of {@linkcode hygiene}: the guard's options. */
@@ -28,10 +28,10 @@ class _HonoInfo {
   get clientLeft(): AbortSignalLike | undefined {
     return _clientLeftOf(this.c);
   }
-  /** On Deno.serve (its env is the handler info), a WebSocket handshake takes only its handler's 101. */
+  /** On Deno.serve (its env is the handler info), a WebSocket handshake its route upgraded takes only its 101. */
   upgrading(request: Request): boolean {
     const env = this.c.env as { remoteAddr?: unknown; completed?: unknown } | null | undefined;
-    return typeof env?.remoteAddr === "object" && env.completed instanceof Promise && _isWebSocketUpgrade(request);
+    return typeof env?.remoteAddr === "object" && env.completed instanceof Promise && _upgradedWebSocket(request);
   }
 }
 

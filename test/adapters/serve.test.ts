@@ -404,15 +404,22 @@ describe(`adapter serve (${runtime})`, () => {
     } finally {
       assert.equal((await handle.shutdown()).outcome, "clean");
     }
-    // Only a whole handshake: `Upgrade: websocket` alone, or on a POST, does not dodge the
-    // deadline (a review: any client switched requestTimeoutMs off with one header).
-    const slow = await serveHere(async () => (await delay(600), new Response("slow")), { requestTimeoutMs: 150 });
+    // Only a handshake its handler upgraded: the handshake's headers alone, whole or not, on a
+    // route that never upgrades, do not dodge the deadline, and its signal fires (two reviews:
+    // any client switched requestTimeoutMs off with them).
+    let signalled = 0;
+    const slow = await serveHere(async (_request, { context }) => {
+      context.signal.addEventListener("abort", () => void signalled++);
+      await delay(600);
+      return new Response("slow");
+    }, { requestTimeoutMs: 150 });
     try {
       const port = slow.address.port;
       for (const head of [
         "GET /x HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\r\n",
         "GET /x HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
         "POST /x HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nContent-Length: 0\r\n\r\n",
+        "GET /x HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
       ]) {
         const sock = await openSock(port);
         try {
@@ -424,6 +431,7 @@ describe(`adapter serve (${runtime})`, () => {
           sock.destroy();
         }
       }
+      assert.equal(signalled, 4, "each handler's signal fired at its deadline");
     } finally {
       await slow.shutdown();
     }

@@ -16,7 +16,7 @@ import {
   _isDrainAbort,
   _closing,
   _optionalBoolean,
-  _isWebSocketUpgrade,
+  _upgradedWebSocket,
   _refusesUpload,
   _safeLogger,
 } from "../../core/mod.ts";
@@ -101,9 +101,9 @@ class _PeerInfo {
     const remote = this.#info.remoteAddr;
     return peerAddress(remote.hostname, remote.port);
   }
-  /** A WebSocket handshake: Deno takes only its handler's 101 (any other answer closes the listener). */
+  /** A WebSocket handshake its handler upgraded: Deno takes only its 101 (any other answer closes the listener). */
   upgrading(request: Request): boolean {
-    return _isWebSocketUpgrade(request);
+    return _upgradedWebSocket(request);
   }
 }
 

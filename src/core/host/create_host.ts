@@ -100,6 +100,7 @@ class _Instead {
 /** The Host's `setImmediate`, a 0 ms timer standing in where it throws (logged once). */
 function _immediateOrTimer(set: (fn: () => void) => unknown, clear: (id: never) => void, log: Logger): { set(fn: () => void): unknown; clear(id: never): void } {
   const failed = _once(log, "setImmediate failed; a 0 ms timer stands in");
+  const cleared = _once(log, "clearImmediate failed");
   return {
     set(fn) {
       try {
@@ -110,8 +111,12 @@ function _immediateOrTimer(set: (fn: () => void) => unknown, clear: (id: never) 
       }
     },
     clear(id) {
-      if ((id as unknown) instanceof _Instead) clearTimeout((id as unknown as _Instead).timer);
-      else clear(id);
+      if ((id as unknown) instanceof _Instead) return clearTimeout((id as unknown as _Instead).timer);
+      try {
+        clear(id);
+      } catch (error) {
+        cleared(error);
+      }
     },
   };
 }

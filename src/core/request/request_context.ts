@@ -97,8 +97,7 @@ export interface ServeInfo {
   readonly continueBody?: (() => void) | undefined;
   /**
    * Whether the runtime takes no answer to `request` but its handler's own (Deno, for a
-   * WebSocket handshake: once the handler called `upgradeWebSocket`, any other answer closes
-   * the server's listener). Asked only at the request's deadline: when true the deadline lapses
+   * WebSocket handshake the handler upgraded: any other answer closes the server's listener). Asked only at the request's deadline: when true the deadline lapses
    * — no 408, and the handler's signal does not fire either, as a handler that fails on it
    * after upgrading gets a 500 that closes the listener just the same (a review: the 408 closed
    * it, and the server stopped).
@@ -107,14 +106,22 @@ export interface ServeInfo {
 }
 
 /**
- * Whether `request` is a WebSocket handshake a runtime would take (RFC 6455 §4.1: a GET with
- * `Upgrade: websocket`, `Connection: Upgrade` and a `Sec-WebSocket-Key`). The whole shape, not
- * the one header: with `Upgrade: websocket` alone any request dodged its deadline (a review).
+ * Whether `request` is a WebSocket handshake its handler already took (Deno): the handshake's
+ * shape (RFC 6455 §4.1: a GET with `Upgrade: websocket`, `Connection: Upgrade` and a
+ * `Sec-WebSocket-Key`), and a request the runtime closed — Deno closes the one it upgraded, and
+ * reading its body then throws. The shape alone is the client's word: sent to any slow route,
+ * it dodged the deadline (two reviews).
  */
-export function _isWebSocketUpgrade(request: Request): boolean {
+export function _upgradedWebSocket(request: Request): boolean {
   if (request.method !== "GET") return false;
   const headers = request.headers;
-  return headers.get("upgrade")?.toLowerCase() === "websocket" && /(?:^|,)\s*upgrade\s*(?:,|$)/i.test(headers.get("connection") ?? "") && headers.has("sec-websocket-key");
+  if (headers.get("upgrade")?.toLowerCase() !== "websocket" || !/(?:^|,)\s*upgrade\s*(?:,|$)/i.test(headers.get("connection") ?? "") || !headers.has("sec-websocket-key")) return false;
+  try {
+    void request.body;
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 /**

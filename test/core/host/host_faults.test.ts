@@ -37,6 +37,12 @@ describe("host faults", { timeout: 10_000 }, () => {
     await new Promise((r) => setTimeout(r, 20));
     assert.deepEqual(ran, ["first", "third"]);
     assert.deepEqual(msgs(logs), ["setImmediate failed; a 0 ms timer stands in"]);
+    // A clearImmediate that throws: logged once, the cancel itself does not throw (a diff review).
+    const clearing: LogRecord[] = [];
+    const other = createHost({ setImmediate: (fn) => setTimeout(fn, 0), clearImmediate: boom("clearImmediate"), log: (r) => void clearing.push(r) });
+    other.clock.setImmediate!(() => {}).cancel();
+    other.clock.setImmediate!(() => {}).cancel();
+    assert.deepEqual(msgs(clearing), ["clearImmediate failed"]);
   });
 
   test("host faults: signal removes, setExitCode and exit that throw are logged; the drain's outcome stands and the IPC channel is let go", async () => {
