@@ -54,7 +54,7 @@ export {
 } from "./guarded_fetch.ts";
 import { _safeLogger } from "./_user_code.ts";
 import { _BodyWaits } from "./request/_body_waits.ts";
-import { _refusedUpload } from "./request/_refused_upload.ts";
+import { _leavesUploadUnread } from "./request/_unread_upload.ts";
 import { _refusingUpload } from "./request/connection_drop.ts";
 export { type _HeadAnswer, _refusalHead } from "./gates/refuse.ts";
 
@@ -217,7 +217,7 @@ export function _createGuard(options: GuardOptions | undefined, host: Host | und
     a.release();
     const res = refuse(r.layer ?? gate.layer, r, a);
     // An upload it leaves unread ends its connection, as the body cap's 413 does (Deno: dropped after the answer, as the 413).
-    return r.close !== true && _refusedUpload(a) ? _refusingUpload(res) : res;
+    return r.close !== true && _leavesUploadUnread(a) ? _refusingUpload(res) : res;
   };
 
   const exempt = _exemptMatcher(o.exempt, what, sink);

@@ -203,7 +203,8 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       throw new ServeError("io", error);
     }
     // A throw rejects serve() (below, nothing left listening); an async hook's rejection is logged.
-    _settleQuietly(o.onListen?.(server.address) as unknown, (error) => _safeLogger(o.log ?? host.log ?? consoleLogger)({ level: "error", msg: "onListen failed", error }));
+    const log = _safeLogger(o.log ?? host.log ?? consoleLogger);
+    _settleQuietly(o.onListen?.(server.address) as unknown, (error) => log({ level: "error", msg: "onListen failed", error }));
     const finished = runUntilDrained(server!, controller, {
       drainTimeoutMs: guard.config.drainTimeoutMs,
       preStopDelayMs: o.preStopDelayMs,
@@ -224,7 +225,7 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       try {
         step();
       } catch (error) {
-        _safeLogger(o.log ?? host.log ?? consoleLogger)({ level: "error", msg, error });
+        log({ level: "error", msg, error });
       }
     };
     const end = (code: number) => {
@@ -237,7 +238,7 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
       if (o.exitOnDrained && host.exit !== undefined) host.clock.setTimeout(() => attempt(() => host.exit!(code), "exit failed"), 0);
     };
     finished.then((outcome) => end(exitCodeFor(outcome)), (error: unknown) => {
-      _safeLogger(o.log ?? host.log ?? consoleLogger)({ level: "error", msg: "serve failed", kind: (error as { kind?: unknown })?.kind, error });
+      log({ level: "error", msg: "serve failed", kind: (error as { kind?: unknown })?.kind, error });
       end(exitCodeFor(error));
     });
     return {

@@ -8,6 +8,15 @@ import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts"
 import { runtime } from "../support/runtime.ts";
 import { delay, openSock, parseResponse, rawRequest, waitUntil, within } from "../support/reliability.ts";
 
+/** What a WebSocket's server echoes of "hi". */
+function echoOf(ws: WebSocket): Promise<string> {
+  return within(new Promise<string>((resolve, reject) => {
+    ws.onopen = () => ws.send("hi");
+    ws.onmessage = (e) => resolve(String(e.data));
+    ws.onerror = (e) => reject(new Error(`the upgrade failed: ${(e as ErrorEvent).message ?? e.type}`));
+  }), "the echo");
+}
+
 describe(`adapter serve (${runtime})`, () => {
   test(`adapter serve: answers over real HTTP on port 0, reports the peer, drains clean on a manual shutdown (${runtime})`, async () => {
     const handle = await serveHere((req, { peer }) => new Response(`${req.method} ${new URL(req.url).pathname} from ${peer?.address}`));
@@ -365,11 +374,7 @@ describe(`adapter serve (${runtime})`, () => {
     try {
       await new Promise((r) => setTimeout(r, 20));
       const ws = new WebSocket(`ws://127.0.0.1:${handle.address.port}/`);
-      const echoed = await within(new Promise<string>((resolve, reject) => {
-        ws.onopen = () => ws.send("hi");
-        ws.onmessage = (e) => resolve(String(e.data));
-        ws.onerror = (e) => reject(new Error(`the upgrade failed: ${(e as ErrorEvent).message ?? e.type}`));
-      }), "the echo");
+      const echoed = await echoOf(ws);
       assert.equal(echoed, "echo:hi");
       ws.close();
     } finally {
@@ -392,11 +397,7 @@ describe(`adapter serve (${runtime})`, () => {
     }, { requestTimeoutMs: 150, onEvent: (e) => void (e.type !== "request" && events.push(e.type === "deny" ? `${e.layer}/${e.reason}` : e.type)) });
     try {
       const ws = new WebSocket(`ws://127.0.0.1:${handle.address.port}/ws`);
-      const echoed = await within(new Promise<string>((resolve, reject) => {
-        ws.onopen = () => ws.send("hi");
-        ws.onmessage = (e) => resolve(String(e.data));
-        ws.onerror = (e) => reject(new Error(`the upgrade failed: ${(e as ErrorEvent).message ?? e.type}`));
-      }), "the echo");
+      const echoed = await echoOf(ws);
       assert.equal(echoed, "echo:hi");
       ws.close();
       assert.deepEqual(events, [], "no 408");

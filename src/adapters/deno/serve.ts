@@ -30,8 +30,8 @@ export interface DenoServeOptions extends ServeOptions, DenoHostOptions {
   /**
    * When the body cap refuses an upload (413) whose unread rest is over 64 KiB or of unknown
    * length — or a gate before it does (a 429, a 503) — drop the connection after the answer's
-   * text instead of letting Deno read the rest to its end: the client gets the status and the text, but the chunked body is left
-   * unterminated (reading it fails). A handler's own answer to a body it left unread is sent
+   * text instead of letting Deno read the rest to its end: the client gets the status and the
+   * text, but the chunked body is left unterminated (reading it fails). A handler's own answer to a body it left unread is sent
    * whole and Deno reads the rest (dropped, the reset cut large answers short). `false`: Deno
    * reads a refused upload's rest to its end too, however long it is.
    * @default true

@@ -7,8 +7,8 @@ import type { _Admission } from "./admission.ts";
 import { _unreadCloses, closesOnUnreadBody } from "./body_caps.ts";
 import { declaredLength } from "./body_limit.ts";
 
-/** Whether `a`, refused by a gate, has an unread body its connection should close on. */
-export function _refusedUpload(a: _Admission): boolean {
+/** Whether `a`, refused by a gate, leaves an upload unread that its connection should close on. */
+export function _leavesUploadUnread(a: _Admission): boolean {
   const info = a.info;
   // The adapter knows the head (Node: the length its parser read; Deno: no body at all).
   if (info?.declaresBody === false) return false;
