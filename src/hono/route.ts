@@ -30,7 +30,7 @@ import {
   _onlyKnown,
   _optionalBoolean,
   _refusingUpload,
-  _unreadCloses,
+  _uploadUnread,
   _IN_FLIGHT_LIMITER_KEYS,
 } from "../core/mod.ts";
 import type { Context } from "hono";
@@ -83,10 +83,7 @@ function _keyRefused(c: Context, failure: _KeyFailed, sink: EventSink | undefine
  * after a route's 429). A GET or HEAD is not asked (Deno and Bun do not check their bodies).
  */
 function _closingUpload(c: Context, res: Response): Response {
-  const request = c.req.raw;
-  const method = request.method;
-  if (method === "GET" || method === "HEAD" || request.bodyUsed || request.body === null) return res;
-  return _unreadCloses(request, declaredLength(request.headers), true) ? _refusingUpload(res) : res;
+  return _uploadUnread(c.req.raw) ? _refusingUpload(res) : res;
 }
 
 function _kept(c: Context, res: Response): Response {

@@ -6,7 +6,14 @@
 
 const DROP: unique symbol = Symbol.for("serve-hygiene.dropConnection") as never;
 
-type _Marked = Response & { [DROP]?: true };
+/** `true`: always dropped; `"upload"`: a refusal of an unread upload, dropped where the adapter drops those. */
+type _Marked = Response & { [DROP]?: true | "upload" };
+
+function _mark(response: Response, kind: true | "upload"): Response {
+  response.headers.set("connection", "close");
+  (response as _Marked)[DROP] = kind;
+  return response;
+}
 
 /**
  * Marks `response` as the last one on its connection: it carries `Connection: close`, and an
@@ -21,9 +28,7 @@ type _Marked = Response & { [DROP]?: true };
  * ```
  */
 export function dropConnectionAfter(response: Response): Response {
-  response.headers.set("connection", "close");
-  (response as _Marked)[DROP] = true;
-  return response;
+  return _mark(response, true);
 }
 
 /**
@@ -39,10 +44,6 @@ export function dropsConnection(response: Response): boolean {
   return (response as _Marked)[DROP] === true;
 }
 
-const REFUSED: unique symbol = Symbol.for("serve-hygiene.refusedUpload") as never;
-
-type _Refusal = Response & { [REFUSED]?: true };
-
 /**
  * Marks a refusal (a 429, a 503) given to a request whose upload it leaves unread, over 64 KiB
  * or of unknown length: it carries `Connection: close`, and an adapter whose runtime would read
@@ -50,12 +51,10 @@ type _Refusal = Response & { [REFUSED]?: true };
  * it does (Deno's `dropUnreadBody`). Returns the same response.
  */
 export function _refusingUpload(response: Response): Response {
-  response.headers.set("connection", "close");
-  (response as _Refusal)[REFUSED] = true;
-  return response;
+  return _mark(response, "upload");
 }
 
 /** Whether `response` was marked with {@linkcode _refusingUpload}. */
 export function _refusesUpload(response: Response): boolean {
-  return (response as _Refusal)[REFUSED] === true;
+  return (response as _Marked)[DROP] === "upload";
 }

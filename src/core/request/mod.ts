@@ -10,6 +10,7 @@ export type { ExemptOption } from "./exempt.ts";
 export { _carried, _NOT_CARRIED, type RefusalHeaders } from "./refusal_headers.ts";
 export type { GuardedInfo, RequestContext } from "./request_context.ts";
 export { _isRequestContext, _upgradedWebSocket } from "./request_context.ts";
-export { _closing, _unreadCloses, closesOnUnreadBody, type RouteBodyLimit, UNREAD_BODY_KEEP_BYTES } from "./body_caps.ts";
+export { _uploadUnread } from "./_unread_upload.ts";
+export { _closing, closesOnUnreadBody, type RouteBodyLimit, UNREAD_BODY_KEEP_BYTES } from "./body_caps.ts";
 export { _reporterOf, _routeKeyOf } from "./route_report.ts";
 export { _ClientLeft } from "./client_left.ts";
