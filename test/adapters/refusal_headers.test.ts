@@ -67,11 +67,16 @@ describe(`refusal headers (${runtime})`, () => {
     }
   });
 
-  test(`serve(): a refusalHeaders record is added as it is; a function that throws is a fault and the refusal goes out without them (${runtime})`, { timeout: 20_000 }, async () => {
+  test(`serve(): a refusalHeaders record is added as it is; a function that throws or is async is a fault and the refusal goes out without them (${runtime})`, { timeout: 20_000 }, async () => {
     const events: HygieneEvent[] = [];
+    // An async function's promise is no record (a review: its rejection ended the process, its
+    // resolved headers never came): a fault, as a throw is.
+    const asyncs = [async () => {
+      throw new Error("async broken");
+    }, async () => ({ "access-control-allow-origin": "*" })] as unknown as (() => Record<string, string>)[];
     for (const refusalHeaders of [{ "access-control-allow-origin": "*" }, () => {
       throw new Error("broken");
-    }]) {
+    }, ...asyncs]) {
       const handle = await serveHere(() => new Response("ok"), {
         rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 1, windowMs: 60_000 }) }],
         refusalHeaders,
@@ -90,7 +95,12 @@ describe(`refusal headers (${runtime})`, () => {
         await handle.shutdown();
       }
     }
-    assert.deepEqual(events.filter((e): e is FaultEvent => e.type === "fault").map((e) => [e.source, e.failed, String(e.error)]), [["refusal-headers", "open", "Error: broken"]]);
+    const promised = "TypeError: refusalHeaders returned a promise (an async function?), not a record";
+    assert.deepEqual(events.filter((e): e is FaultEvent => e.type === "fault").map((e) => [e.source, e.failed, String(e.error)]), [
+      ["refusal-headers", "open", "Error: broken"],
+      ["refusal-headers", "open", promised],
+      ["refusal-headers", "open", promised],
+    ]);
   });
 
   test(`serve(): refusalHeaders is validated when the guard is made (${runtime})`, async () => {

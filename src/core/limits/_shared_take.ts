@@ -58,7 +58,7 @@ export interface _Member {
   readonly key: string;
 }
 
-/** A decision, and the member it speaks for (the first that denied; the tightest when allowed). */
+/** A decision, and the member it speaks for (the longest refusal; the tightest when allowed). */
 export interface _Verdict {
   readonly d: RateDecision;
   readonly at: number;
@@ -73,15 +73,26 @@ function _tightest(ds: readonly RateDecision[]): _Verdict {
   return { d: ds[at]!, at };
 }
 
-/** Peeks every limiter, then charges them all; the first refusal (or throw) stops it. */
+/**
+ * Of two refusals, the one a client must wait out: its Retry-After is when every member admits
+ * again (a review: the first refusing rule's shorter wait sent an obedient client into the
+ * next 429).
+ */
+export function _longer(refused: _Verdict | undefined, d: RateDecision, at: number): _Verdict {
+  return refused === undefined || d.retryAfterMs > refused.d.retryAfterMs ? { d, at } : refused;
+}
+
+/** Peeks every limiter, then charges them all; a refusal (the longest) or a throw stops it. */
 function _local(list: readonly (RateLimiter | undefined)[], members: readonly _Member[], cost: number, now: number): _Verdict | RateDecision[] {
   const out: RateDecision[] = [];
+  let refused: _Verdict | undefined;
   for (let i = 0; i < list.length; i++) {
     const l = list[i];
     if (l === undefined) continue;
     const d = l.peek(members[i]!.key, cost, now);
-    if (!d.allowed) return { d, at: i };
+    if (!d.allowed) refused = _longer(refused, d, i);
   }
+  if (refused !== undefined) return refused;
   for (let i = 0; i < list.length; i++) {
     const l = list[i];
     if (l !== undefined) out[i] = l.take(members[i]!.key, cost, now);
@@ -136,6 +147,7 @@ function _result(m: _Member, r: RateStoreResult): RateDecision {
 export function _sharedTake(members: readonly _Member[], cost: number, now: number, sink: EventSink | undefined): _Verdict | Promise<_Verdict> {
   // A broken clock or local limiter is the limiter's own fault: denied whatever the failure mode.
   if (now - now !== 0) return _failed(members, cost, { failure: "error", error: _badClock(now) }, sink, true);
+  let cached: _Verdict | undefined;
   for (let i = 0; i < members.length; i++) {
     const m = members[i]!;
     const denied = parts(m).denied;
@@ -145,10 +157,11 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
       if (cost >= e.cost) {
         const l = m.limiter;
         const wait = e.until - now;
-        return { d: _decision(false, wait, e.remaining, l.limit, Math.max(wait, e.resetAt - now), l.windowMs, "over-limit"), at: i };
+        cached = _longer(cached, _decision(false, wait, e.remaining, l.limit, Math.max(wait, e.resetAt - now), l.windowMs, "over-limit"), i);
       }
     } else denied.delete(m.key);
   }
+  if (cached !== undefined) return cached;
   if (members.some((m) => m.limiter.localLimiter !== undefined)) {
     try {
       const pre = _local(members.map((m) => m.limiter.localLimiter), members, cost, now);
@@ -165,11 +178,11 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
       // probe), the insurance limiters answer; before, the limiters' failure modes.
       return a.failure === "fallback" || store.state === "fallback" ? _insured(members, cost, now, sink) : _failed(members, cost, a, sink);
     }
-    let first = -1;
+    let refused: _Verdict | undefined;
     for (let i = 0; i < members.length; i++) {
       const r = a.results[i]!;
       if (r.allowed) continue;
-      if (first < 0) first = i;
+      refused = _longer(refused, _result(members[i]!, r), i);
       // The store decided at or after `now`, so the key is denied until `now + retryAfterMs`
       // at least: cached that long, never longer.
       const m = members[i]!;
@@ -177,7 +190,7 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
       const entry = { until: now + _within(r.retryAfterMs, m.limiter), cost, remaining: r.remaining, resetAt: now + _within(r.resetMs, m.limiter) };
       if (denied.get(m.key) !== undefined || denied.makeRoom(now)) denied.set(m.key, entry);
     }
-    if (first >= 0) return { d: _result(members[first]!, a.results[first]!), at: first };
+    if (refused !== undefined) return refused;
     return _tightest(members.map((m, i) => _result(m, a.results[i]!)));
   };
   return answer instanceof Promise ? answer.then(settle) : settle(answer);

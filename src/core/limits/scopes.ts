@@ -6,6 +6,7 @@ import { _checkCost, _decision, _emitFault, _emitRateDeny } from "./_rate.ts";
 import { _keyResult, _skipResult } from "../_user_code.ts";
 import { _isShared, type SharedRateLimiter } from "./shared_limiter.ts";
 import { _sharedScopedTake } from "./_scoped_shared.ts";
+import { _longer, type _Verdict } from "./_shared_take.ts";
 
 /** One budget of a {@linkcode ScopedLimiter}. */
 export interface RateScope<C> {
@@ -217,25 +218,26 @@ export function createScopedLimiter<C>(options: ScopedLimiterOptions<C>): Scoped
       if (cost !== 1) for (const s of list) _checkCost("take from scoped limiter", cost, s.limiter.limit);
       // A skipped scope's key stays undefined: neither peeked nor charged.
       const keys: (string | undefined)[] = new Array(list.length);
+      // Every scope is peeked, a refused request too: its Retry-After is the longest refusal's,
+      // when every scope admits again (a review: the first refusing rule's shorter wait sent an
+      // obedient client into the next 429). Nothing is charged.
+      let refused: _Verdict | undefined;
       for (let i = 0; i < list.length; i++) {
         const scope = list[i]!;
         let key: string;
+        let d: RateDecision;
         try {
           if (scope.skip !== undefined && _skipResult(scope.skip(ctx), "a scope's (a rateLimits rule's) skip function")) continue;
           key = scope.key === undefined ? scope.name : _keyResult(scope.key(ctx), "a scope's (a rateLimits rule's) key function");
-        } catch (error) {
-          return failClosed(error, scope);
-        }
-        let d: RateDecision;
-        try {
+          // A third-party limiter's peek that throws denies, as its take would fail closed.
           d = scope.limiter.peek(key, cost, now);
         } catch (error) {
-          // A third-party limiter's peek that throws denies, as its take would fail closed.
           return failClosed(error, scope);
         }
-        if (!d.allowed) return refuse(d, scope);
+        if (!d.allowed) refused = _longer(refused, d, i);
         keys[i] = key;
       }
+      if (refused !== undefined) return refuse(refused.d, list[refused.at]!);
       let tightest: RateDecision | undefined;
       let tightestScope = "";
       for (let i = 0; i < list.length; i++) {

@@ -5,6 +5,7 @@
 import type { EventSink } from "../events.ts";
 import { _emit } from "../_emit.ts";
 import { _show } from "../_validate.ts";
+import { _settleQuietly } from "../_user_code.ts";
 import { _TEXTS } from "./responses.ts";
 
 /**
@@ -39,6 +40,9 @@ export function _refusalHeaders(what: string, value: RefusalHeaders | undefined,
       if (request === undefined) return res;
       try {
         extra = of(request);
+        // A promise (an async function) is no record: its rejection went unhandled and ended
+        // the process, its headers never came (a review).
+        if (_settleQuietly(extra)) throw new TypeError("refusalHeaders returned a promise (an async function?), not a record");
         if (extra !== undefined && (extra === null || typeof extra !== "object")) throw new TypeError(`refusalHeaders returned ${_show(extra)}, not a record`);
       } catch (error) {
         // The refusal still goes out, without them: the user's function must not turn a 429 into a 500.

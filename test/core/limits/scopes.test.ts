@@ -70,6 +70,58 @@ describe("scopes", () => {
     assert.equal(d.retryAfterMs, 1000);
   });
 
+  test("scopes: where several scopes refuse, the refusal is the one waited out longest (its Retry-After is when every scope admits again)", () => {
+    const clock = createManualClock();
+    const events: HygieneEvent[] = [];
+    const coarse = createFixedWindowLimiter({ limit: 1, windowMs: 2000, clock, name: "coarse" });
+    const client = createFixedWindowLimiter({ limit: 1, windowMs: 6000, clock, name: "client" });
+    const scoped = createScopedLimiter<string>({
+      scopes: [{ name: "all", limiter: coarse }, { name: "client", limiter: client, key: (c) => c }],
+      onEvent: (e) => events.push(e),
+    });
+    assert.equal(scoped.take("a").allowed, true);
+    const d = scoped.take("a"); // both refuse: the coarse rule for 2 s, the client's for 6 s
+    assert.deepEqual([d.allowed, d.scope, d.retryAfterMs], [false, "client", 6000]);
+    assert.deepEqual(events.map((e) => e.type === "deny" ? [e.scope, e.retryAfterMs] : e.type), [["client", 6000]], "one deny event, the longest refusal's");
+    clock.advance(6000);
+    assert.equal(scoped.take("a").allowed, true, "admitted once that wait is out");
+    assert.equal(coarse.peek("all").remaining, 0, "the refusals charged nothing: one admission in each window");
+  });
+
+  test("scopes: with shared scopes, the longest refusal of the store's answer and of the in-memory scopes is the one reported", async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const store = createRateStore(backend, { clock });
+    const scoped = createScopedLimiter<string>({
+      scopes: [
+        { name: "short", limiter: createFixedWindowLimiter({ name: "short", limit: 9, windowMs: 60_000, clock, store }), key: () => "all" },
+        { name: "long", limiter: createFixedWindowLimiter({ name: "long", limit: 9, windowMs: 60_000, clock, store }), key: (c) => c },
+      ],
+    });
+    const a = scoped.take("a");
+    backend.calls[0]!.resolve([DENY(700), DENY(5000)]);
+    const d = await a;
+    assert.deepEqual([d.allowed, d.scope, d.retryAfterMs], [false, "long", 5000]);
+    // Both denials are cached: the cached answer is the longer one too, with no store call.
+    const b = scoped.take("a");
+    assert.ok(!(b instanceof Promise));
+    assert.deepEqual([b.allowed, b.scope, b.retryAfterMs], [false, "long", 5000]);
+    assert.equal(backend.calls.length, 1);
+    const local = createScopedLimiter<string>({
+      scopes: [
+        { name: "short", limiter: createFixedWindowLimiter({ limit: 1, windowMs: 1000, clock }), key: () => "all" },
+        { name: "long", limiter: createFixedWindowLimiter({ limit: 1, windowMs: 9000, clock }), key: (c) => c },
+        { name: "shared", limiter: createFixedWindowLimiter({ name: "shared", limit: 9, clock, store }), key: (c) => c },
+      ],
+    });
+    const first = local.take("b");
+    backend.calls[1]!.resolve([ALLOW(8)]);
+    assert.equal((await first).allowed, true);
+    const refused = local.take("b");
+    assert.ok(!(refused instanceof Promise), "an in-memory refusal costs no store call");
+    assert.deepEqual([refused.allowed, refused.scope, refused.retryAfterMs], [false, "long", 9000]);
+  });
+
   test("scopes: the refusal emits one deny event with the scope and limiter class, no key", () => {
     const events: HygieneEvent[] = [];
     const { scoped } = setup((e) => events.push(e));
@@ -195,7 +247,7 @@ describe("scopes", () => {
       assert.deepEqual([d.allowed, d.scope, d.remaining, d.limit, d.retryAfterMs], [true, "", Infinity, Infinity, 0]);
     }
     assert.equal(none.take(false).allowed, false, "the budget it meters is still spent");
-    assert.deepEqual(keyed, ["a", "a"], "the refused one was refused at global before its key was asked");
+    assert.deepEqual(keyed, ["a", "a", "a"], "the refused one's key was asked too: every scope is peeked, for the longest refusal");
   });
 
   test("scopes: a skip that throws or returns no boolean (a promise from an async function) denies at its scope with a fault, never skips", async () => {
