@@ -63,7 +63,8 @@ export interface DenoServeOptions extends ServeOptions, DenoHostOptions {
 // kept the port open for the whole of its handler (a review).
 function _uploads(headers: Headers): boolean {
   const declared = declaredLength(headers);
-  return declared.kind === "length" ? declared.bytes > 0 : headers.has("transfer-encoding");
+  // A length Deno's parser took but the core reads as malformed (past 2^53 − 1) is a body too.
+  return declared.kind === "length" ? declared.bytes > 0 : declared.kind === "malformed" || headers.has("transfer-encoding");
 }
 
 // A request that arrived while the stop waits for the uploads in progress (uploads.ts: past the

@@ -141,11 +141,15 @@ function _routeCap(path: string, method: string, service: number | undefined, ro
 
 /**
  * Whether a body left unread should close the connection: a declared length over
- * {@linkcode UNREAD_BODY_KEEP_BYTES}, or a chunked one. No length and no Transfer-Encoding
- * means no body at all (HTTP/1.1).
+ * {@linkcode UNREAD_BODY_KEEP_BYTES}, a malformed one (a length past 2^53 − 1 that the
+ * runtime's parser took: its end is not known), or a chunked one. No length and no
+ * Transfer-Encoding means no body at all (HTTP/1.1).
  */
 export function _unreadCloses(request: Request, declared: DeclaredLength | undefined, hasBody: boolean): boolean {
   if (declared?.kind === "length") return declared.bytes > UNREAD_BODY_KEEP_BYTES;
+  // The framing gate's 400 to it was kept open on Deno, which read the upload at the
+  // client's pace, a drain's window long (a framing review).
+  if (declared?.kind === "malformed") return true;
   return hasBody && request.headers.has("transfer-encoding");
 }
 
