@@ -69,7 +69,9 @@ export function _createLongLived(stopping: AbortSignal | undefined, clock: Clock
       });
     },
     force(reason) {
-      if (bodies.size > 0) clock.setTimeout(() => bodies.forceAll(reason), _FORCE_BODIES_AFTER_MS);
+      if (bodies.size === 0) return;
+      bodies.forcing(reason);
+      clock.setTimeout(() => bodies.forceAll(reason), _FORCE_BODIES_AFTER_MS);
     },
     get open() {
       return bodies.size;

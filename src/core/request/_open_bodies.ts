@@ -13,6 +13,11 @@ export interface _OpenBodies {
    * forced drain's).
    */
   track(res: Response, onEnd: (cut?: { reason: unknown; clientLeft: boolean }) => void): Response;
+  /**
+   * A forced drain began: a body the runtime cancels from now on (closeAll cutting its
+   * connection, before forceAll) was cut by the drain, not by its client.
+   */
+  forcing(reason: unknown): void;
   /** Ends every tracked body: the runtime's read fails (the connection is cut), the source is cancelled. */
   forceAll(reason: unknown): void;
   /** Bodies still open. */
@@ -25,6 +30,10 @@ interface _Entry {
 
 export function _createOpenBodies(): _OpenBodies {
   const open = new Set<_Entry>();
+  // Set at a forced drain: the runtime's cancels after it are the drain's (on Node and Bun
+  // closeAll cuts the connection before forceAll runs; its reason read "the client
+  // disconnected" to a route telling the two apart — a review).
+  let forced: { reason: unknown } | undefined;
   return {
     track(res, onEnd) {
       const source = res.body;
@@ -75,11 +84,14 @@ export function _createOpenBodies(): _OpenBodies {
           }
         },
         cancel(reason) {
-          end({ reason, clientLeft: true });
+          end(forced === undefined ? { reason, clientLeft: true } : { reason: forced.reason, clientLeft: false });
           return reader.cancel(reason);
         },
       }, { highWaterMark: 0 });
       return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+    },
+    forcing(reason) {
+      forced ??= { reason };
     },
     forceAll(reason) {
       for (const entry of [...open]) entry.force(reason);
