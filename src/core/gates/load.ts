@@ -19,9 +19,10 @@
 import type { Clock } from "../clock.ts";
 import type { LoadMonitor } from "../overload/load_monitor.ts";
 import type { _Spare } from "../_guard_state.ts";
-import { _sliceOver, _TurnQueue, type _TurnWaiter } from "../overload/_turn_queue.ts";
+import { _sliceOver, _turnEntry, _TurnQueue, type _TurnWaiter } from "../overload/_turn_queue.ts";
 import { _WaitQueue } from "../overload/_wait_queue.ts";
 import type { _Admission } from "../request/admission.ts";
+import type { AbortSignalLike } from "../overload/permit.ts";
 import { _FORCED, type Gate, type GateRefusal, type GateVerdict, PASS } from "./gate.ts";
 
 /** The load gate, and how to stop it from starting the probe (the guard was disposed). */
@@ -230,7 +231,8 @@ function _heldRefusals(clock: Clock, shortMs: number, longMs: number, maxWaiting
     hold(a, refusal, isLong) {
       if (closed || length() >= maxWaiting) return refusal;
       const w = new _Later(a, refusal, state);
-      (refusal.reason === "busy" ? busy : batch)[isLong ? 1 : 0].push({ at: w.at, live: true, settle: (outcome) => w.go(typeof outcome === "number") });
+      const q = (refusal.reason === "busy" ? busy : batch)[isLong ? 1 : 0];
+      q.push(_turnEntry(w, q));
       return w;
     },
     start(pace, roomMs) {
@@ -292,6 +294,10 @@ class _Later implements _TurnWaiter, PromiseLike<GateVerdict> {
         }
       };
     });
+  }
+
+  get left(): AbortSignalLike {
+    return this.#a.info?.clientLeft ?? this.#a.request.signal;
   }
 
   go(admit: boolean): void {

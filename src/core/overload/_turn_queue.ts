@@ -11,13 +11,38 @@
 // probe rather than spin. A slice that can empty the queue within the room the monitor gives
 // (its batch bound, while it reads normal) empties it (see #slice).
 import type { Clock, TimerHandle } from "../clock.ts";
-import { _WaitQueue } from "./_wait_queue.ts";
+import type { AbortSignalLike } from "./permit.ts";
+import { type _Waiter, _WaitQueue } from "./_wait_queue.ts";
 
 /** One request put off: `go(true)` starts it, `go(false)` refuses it. Called once. */
 export interface _TurnWaiter {
   /** When it arrived (its wait counts from here). */
   readonly at: number;
   go(admit: boolean): void;
+  /**
+   * Fires when its client leaves: it is taken out of the queue at once and `go(true)` is
+   * called, which finds its client gone (no handler runs for it).
+   */
+  readonly left?: AbortSignalLike | undefined;
+}
+
+/**
+ * `w` as `q` holds it, taken out at once when its client leaves (`w.left`), as the admission
+ * queue's waiters are: one that left stayed counted, in `maxWaiting` and in the waiting gauge,
+ * until its turn or its wait bound (a review: ~300 ms under a storm, up to `shedWaitMs`).
+ */
+export function _turnEntry(w: _TurnWaiter, q: _WaitQueue): _Waiter {
+  const entry: _Waiter = { at: w.at, live: true, settle: (outcome) => w.go(typeof outcome === "number") };
+  const signal = w.left;
+  if (signal === undefined) return entry;
+  const onAbort = () => {
+    if (!entry.live) return;
+    q.remove(entry); // detaches
+    w.go(true);
+  };
+  signal.addEventListener("abort", onAbort, { once: true });
+  entry.detach = () => signal.removeEventListener("abort", onAbort);
+  return entry;
 }
 
 /**
@@ -74,11 +99,7 @@ export class _TurnQueue {
   /** Adds a waiter; false (and not added) when the queue is full or closed. */
   push(w: _TurnWaiter): boolean {
     if (this.#closed || this.#q.length >= this.maxWaiting) return false;
-    this.#q.push({
-      at: w.at,
-      live: true,
-      settle: (outcome) => w.go(typeof outcome === "number"),
-    });
+    this.#q.push(_turnEntry(w, this.#q));
     if (!this.#held) this.#timer ??= this.#next();
     return true;
   }

@@ -174,18 +174,24 @@ describe("load gate: later turns", () => {
     assert.equal(clock.pendingImmediates, 0);
   });
 
-  test("load gate: a waiting request whose client left is refused when its turn comes, and its handler never runs", async () => {
+  test("load gate: a waiting request whose client left leaves the queue at once, refused, and its handler never runs", async () => {
     const clock = createTurnClock();
     const { guard, handled, denials, get } = setup(clock);
     void get("/1");
     void get("/2");
     const client = new AbortController();
     const gone = get("/3", client.signal);
+    const stays = get("/4");
+    assert.equal(guard.waitingForTurn, 2);
     client.abort();
-    clock.runImmediates();
+    // Out of the count (maxWaiting, the waiting gauge) now, not at its turn or its wait bound
+    // (a review: ~300 ms under a storm).
+    assert.equal(guard.waitingForTurn, 1);
     assert.equal((await gone).status, 503);
-    assert.deepEqual(handled, ["/1", "/2"]);
     assert.deepEqual(denials.map((e) => [e.layer, e.reason]), [["load", "aborted"]]);
+    clock.runImmediates();
+    assert.equal(await (await stays).text(), "/4");
+    assert.deepEqual(handled, ["/1", "/2", "/4"]);
     guard.dispose();
   });
 
@@ -251,8 +257,8 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
       return new Response(path);
     });
     let answered = 0;
-    const get = (path: string) =>
-      Promise.resolve(fetch(new Request(`http://localhost${path}`))).then((res) => {
+    const get = (path: string, signal?: AbortSignal) =>
+      Promise.resolve(fetch(new Request(`http://localhost${path}`, signal === undefined ? {} : { signal }))).then((res) => {
         answered++;
         return res;
       });
@@ -280,6 +286,27 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
     assert.deepEqual(handled, ["/1", "/2"]);
     assert.equal(guard.waitingForTurn, 0);
     assert.equal(clock.pendingTimers, 1, "only the probe's interval is left");
+    guard.dispose();
+  });
+
+  test("load gate: a held refusal whose client left is taken out at once, not at its bound", async () => {
+    const clock = createManualClock(1000);
+    const { guard, handled, denials, get } = heldSetup(clock);
+    void get("/1"); // starts the probe: admitted
+    void get("/2"); // the batch's first admission
+    const client = new AbortController();
+    const gone = get("/3", client.signal);
+    const stays = get("/4");
+    await flushMicrotasks();
+    assert.equal(guard.waitingForTurn, 2);
+    client.abort();
+    assert.equal(guard.waitingForTurn, 1, "out of the count at once");
+    assert.equal((await gone).status, 503);
+    assert.deepEqual(denials.map((e) => [e.layer, e.reason]), [["load", "aborted"]]);
+    clock.advance(100);
+    assert.equal((await stays).status, 503);
+    assert.deepEqual(denials.map((e) => [e.layer, e.reason]), [["load", "aborted"], ["load", "batch"]]);
+    assert.deepEqual(handled, ["/1", "/2"]);
     guard.dispose();
   });
 
