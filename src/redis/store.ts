@@ -13,9 +13,9 @@ import {
   type RateStoreResult,
   type _KeyList,
   _onlyKnown,
+  _keyHash,
 } from "../core/mod.ts";
 import type { RedisCommandClient } from "./client.ts";
-import { _keyHash } from "./_key_hash.ts";
 import { _script } from "./_scripts.ts";
 
 /** Options of {@linkcode createRedisStore}; the bounds are {@linkcode RateStoreOptions}'. */

@@ -9,7 +9,7 @@
 // amortised O(1), and an unseen key is refused only when every held key has work in flight.
 // The size gauge counts only keys with a count above 0.
 import { createSizeGauge, type SizeGauge } from "../size_gauge.ts";
-import { _KeyTable } from "./_key_table.ts";
+import { _heldKey, _KeyTable } from "./_key_table.ts";
 
 /** One key's count. A box above 0 is never dropped, so a holder may keep it. */
 export interface _Count {
@@ -49,7 +49,8 @@ export class _KeyCounts {
     const box = this.#table.get(key);
     if (box === undefined) {
       if (!this.#table.makeRoom(0)) return "busy";
-      const fresh: _Count = { n: 1, key, waiters: undefined };
+      // The name it is held under: a long key's digest, not the key (held for the box's life).
+      const fresh: _Count = { n: 1, key: _heldKey(key), waiters: undefined };
       this.#table.set(key, fresh);
       this.#size.set(++this.#active);
       return fresh;

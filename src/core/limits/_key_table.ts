@@ -16,9 +16,40 @@
 // A live iterator is kept on purpose: a fresh `map.keys()` from the start would step over
 // every deleted slot at the head of V8's table again and again.
 import { createSizeGauge, type SizeGauge, type SizeGaugeWriter } from "../size_gauge.ts";
+import { _keyHash } from "./_key_hash.ts";
 
 /** Entries examined at most per call to `makeRoom` by the sweep cursor. */
 export const _SWEEP_STEP = 16;
+
+/**
+ * Keys longer than this many characters are held as their digest ({@linkcode _heldKey}): a
+ * table's keys take at most ~8 MB (4,096 of 2 KB), and a token (a JWT as a custom key) is
+ * held as it is, not hashed on every request (~10 µs per 1,000 characters).
+ */
+export const _LONG_KEY = 1024;
+
+// Before the digest, a character no header value holds: a client sending a key that reads as a
+// digest does not land in that long key's budget.
+const DIGEST_PREFIX = "\u0000sha256:";
+// The last long key and its digest: a take asks the table for one key two or three times.
+let lastLong: string | undefined;
+let lastHeld = "";
+
+/**
+ * The name a key is held under: the key, or past {@linkcode _LONG_KEY} characters its digest
+ * (128 bits of SHA-256). A key table held any key as it was given: a client choosing its key
+ * (a header) held ~60 KB a key, 244 MB in one table on Deno, and V8 hashes a string of 16,384
+ * characters or more by its length alone, so each lookup among same-length keys compared them
+ * all (a review: 4 ms a request on Node, seconds to fill a table). Idempotent.
+ */
+export function _heldKey(key: string): string {
+  if (key.length <= _LONG_KEY) return key;
+  if (key !== lastLong) {
+    lastHeld = DIGEST_PREFIX + _keyHash(key);
+    lastLong = key;
+  }
+  return lastHeld;
+}
 
 export class _KeyTable<E> {
   readonly capacity: number;
@@ -53,18 +84,18 @@ export class _KeyTable<E> {
   }
 
   get(key: string): E | undefined {
-    return this.#map.get(key);
+    return this.#map.get(key.length <= _LONG_KEY ? key : _heldKey(key));
   }
 
   /** Inserts or replaces; the caller made room first (`makeRoom`). */
   set(key: string, entry: E): void {
-    this.#map.set(key, entry);
+    this.#map.set(key.length <= _LONG_KEY ? key : _heldKey(key), entry);
     this.#size.set(this.#map.size);
     this.lowered(this.#expiresAt(entry));
   }
 
   delete(key: string): void {
-    if (this.#map.delete(key)) this.#size.set(this.#map.size);
+    if (this.#map.delete(key.length <= _LONG_KEY ? key : _heldKey(key))) this.#size.set(this.#map.size);
   }
 
   /** An entry's expiry moved earlier, to `at`. */
@@ -75,6 +106,7 @@ export class _KeyTable<E> {
 
   /** Announces that `key` may have expired; `makeRoom` checks it before sweeping. */
   candidate(key: string): void {
+    key = _heldKey(key);
     const candidates = this.#candidates;
     // A hot key back at 0 request after request is announced once, not once a request.
     if (candidates.length > 0 && candidates[candidates.length - 1] === key) return;

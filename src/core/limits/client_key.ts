@@ -38,6 +38,17 @@ export type ClientKeyFunction = (request: Pick<Request, "headers">, info?: Clien
 /** The most characters of a non-address entry kept in its derived key. */
 const DERIVED_MAX = 64;
 
+/**
+ * `text` as a string of its own. A slice of a header is a view of the whole header in V8: a key
+ * table holding the derived key held the header too (a review: 4,096 keys from 15 KB headers
+ * held 58 MB on Node).
+ */
+function _own(text: string): string {
+  const codes = new Array<number>(text.length);
+  for (let i = 0; i < text.length; i++) codes[i] = text.charCodeAt(i);
+  return String.fromCharCode.apply(null, codes);
+}
+
 function _invalidCidr(value: unknown): Error {
   const text = typeof value === "string" ? value : "";
   const addressOk = text.includes("/") && _parseCidr(text.slice(0, text.indexOf("/"))) !== undefined;
@@ -182,7 +193,7 @@ export function createClientKey(options?: ClientKeyOptions): ClientKeyFunction {
   // proxy's own address: that would put everyone behind the proxy in one bucket.
   const derived = (raw: string | null): string => {
     const text = raw === null ? "" : raw.trim();
-    return text === "" || text.toLowerCase() === "unknown" ? unknownKey : `id:${text.slice(0, DERIVED_MAX)}`;
+    return text === "" || text.toLowerCase() === "unknown" ? unknownKey : _own(`id:${text.slice(0, DERIVED_MAX)}`);
   };
 
   // Right to left: the rightmost entry was written by the proxy we trust, the ones to its

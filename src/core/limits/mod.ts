@@ -12,3 +12,4 @@ export * from "./scopes.ts";
 export * from "./shared_limiter.ts";
 export * from "./token_bucket.ts";
 export * from "./flow_queue.ts";
+export { _keyHash } from "./_key_hash.ts";

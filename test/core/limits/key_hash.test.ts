@@ -1,8 +1,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { _keyHash, _sha256 } from "../../src/redis/_key_hash.ts";
-import { runtime } from "../support/runtime.ts";
+import { _keyHash, _sha256 } from "../../../src/core/limits/_key_hash.ts";
+import { runtime } from "../../support/runtime.ts";
 
 const hex = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
 const b64url = (b: Uint8Array) => btoa(String.fromCharCode(...b)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");

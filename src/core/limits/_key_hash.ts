@@ -1,6 +1,7 @@
-// The Redis key of a client key: SHA-256 of its UTF-8 bytes, the first 128 bits in base64url
+// The short name of a client key: SHA-256 of its UTF-8 bytes, the first 128 bits in base64url
 // (22 characters). A client key of any length or content becomes a short opaque name, and
-// nobody can pick a key that lands in another client's budget. Synchronous on purpose: Web
+// nobody can pick a key that lands in another client's budget: the Redis store's key names,
+// and the key tables' name for a long key (_key_table.ts). Synchronous on purpose: Web
 // Crypto's digest is asynchronous and measured ~30 µs a call on Node and Deno (5 µs on Bun),
 // more than the whole check; this costs ~1 µs for a short key.
 
