@@ -103,6 +103,14 @@ class _PeerInfo {
     }
     return this.#peer;
   }
+
+  /**
+   * True once the peer was read and Bun had none: on a TCP listener, a client that reset its
+   * connection right after its request. Until then the request's signal says.
+   */
+  get clientGone(): true | undefined {
+    return this.#srv === undefined && this.#peer === undefined ? true : undefined;
+  }
 }
 
 /** The Bun.serve binding: listens with the guarded fetch and exposes the core's Server. */

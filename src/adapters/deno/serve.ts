@@ -17,6 +17,7 @@ import {
   _closing,
   _optionalBoolean,
   _upgradedWebSocket,
+  _unspecified,
   _refusesUpload,
   _safeLogger,
 } from "../../core/mod.ts";
@@ -94,13 +95,24 @@ function _drops(request: Request, res: Response, drop: boolean, draining: boolea
 class _PeerInfo {
   readonly #info: Deno.ServeHandlerInfo<Deno.NetAddr>;
   readonly declaresBody: false | undefined;
+  #reset = false;
   constructor(info: Deno.ServeHandlerInfo<Deno.NetAddr>, bodyless: boolean) {
     this.#info = info;
     this.declaresBody = bodyless ? false : undefined;
   }
-  get peer(): PeerAddress {
+  get peer(): PeerAddress | undefined {
     const remote = this.#info.remoteAddr;
+    // Deno reports 0.0.0.0:0 for a client that reset its connection before this was read:
+    // no peer (the key "unknown"), not a peer whose key reads as an address (a review).
+    if (remote.port === 0 && _unspecified(remote.hostname)) {
+      this.#reset = true;
+      return undefined;
+    }
     return peerAddress(remote.hostname, remote.port);
+  }
+  /** True once the peer was read as a reset connection's; until then the request's signal says. */
+  get clientGone(): true | undefined {
+    return this.#reset ? true : undefined;
   }
   /** A WebSocket handshake its handler upgraded: Deno takes only its 101 (any other answer closes the listener). */
   upgrading(request: Request): boolean {

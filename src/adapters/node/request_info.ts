@@ -2,7 +2,7 @@
 // as node's parser read it, whether (and when) the client left, and — for a client waiting
 // for `100 Continue` — how to tell it to send its body once the guard wants it.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { _ClientLeft, type AbortSignalLike, type DeclaredLength } from "../../core/mod.ts";
+import { _ClientLeft, _socketPeer, type AbortSignalLike, type DeclaredLength } from "../../core/mod.ts";
 import { peerOf } from "./peer.ts";
 
 /** Set on a request whose client waits for `100 Continue` before it sends its body, until it is sent. */
@@ -53,7 +53,10 @@ export class _NodeInfo {
     return peerOf(this.incoming);
   }
   get clientGone() {
-    return this.incoming.socket?.destroyed === true;
+    const socket = this.incoming.socket;
+    // A TCP socket with no peer address is broken: its client reset it (node may not have
+    // destroyed it yet when the request is read).
+    return socket?.destroyed === true || (socket != null && _socketPeer(socket) === undefined);
   }
   // Read only for a request that waits (the admission queue).
   get clientLeft(): AbortSignalLike {

@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { _socketPeer, peerAddress } from "../../../src/core/host/peer_address.ts";
+import { _envPeer, _socketPeer, peerAddress } from "../../../src/core/host/peer_address.ts";
 
 describe("peerAddress", () => {
   test("peerAddress: an IPv4 peer keeps its address and port, family IPv4", () => {
@@ -51,4 +51,13 @@ describe("peerAddress", () => {
     socket.remotePort = 7;
     assert.deepEqual(_socketPeer(socket), { address: "10.0.0.2", port: 7, family: "IPv4" });
   });
+
+  test("_envPeer: Deno's report of a client that reset its connection (0.0.0.0 or ::, port 0) is no peer, not an address every such client would share", () => {
+    const request = new Request("http://x/");
+    assert.equal(_envPeer({ remoteAddr: { hostname: "0.0.0.0", port: 0 } }, request), undefined);
+    assert.equal(_envPeer({ remoteAddr: { hostname: "::", port: 0 } }, request), undefined);
+    assert.deepEqual(_envPeer({ remoteAddr: { hostname: "0.0.0.0", port: 5 } }, request), { address: "0.0.0.0", port: 5 });
+    assert.deepEqual(_envPeer({ remoteAddr: { hostname: "10.1.2.3", port: 0 } }, request), { address: "10.1.2.3", port: 0 });
+  });
 });
+

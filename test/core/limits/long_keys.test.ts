@@ -66,7 +66,7 @@ describe("long keys", () => {
     assert.equal(bucket.size.value, 50);
     assert.ok(held.length >= 100, `${held.length} keys set`);
     assert.deepEqual(held.filter((k) => k.length > _LONG_KEY).map((k) => k.length), [], "no long key held whole");
-    for (const slot of slots) assert.ok(slot !== undefined && typeof slot === "object" && "release" in slot, "each long key got its slot");
+    for (const slot of slots) assert.ok(typeof slot === "object" && slot !== null && "release" in slot, "each long key got its slot");
     const second = await inFlight.acquire(long(3));
     assert.ok("reason" in second, "the long key's one slot is taken");
   });
