@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { ConnInfo } from "hono/conninfo";
-import { _ClientLeft, _envPeer, _isRequestContext, type AbortSignalLike, type GuardedInfo, type PeerAddress, type RequestContext } from "../core/mod.ts";
+import { _ClientLeft, _envPeer, _unspecified, _isRequestContext, type AbortSignalLike, type GuardedInfo, type PeerAddress, type RequestContext } from "../core/mod.ts";
 
 /**
  * Where the app-level middleware keeps the request's context on Hono's Context: a symbol
@@ -71,9 +71,14 @@ export function getConnInfo(c: Context): ConnInfo {
  * request). Undefined under other servers: the request's signal says. Internal.
  */
 export function _clientGoneOf(c: Context): boolean | undefined {
-  const env = c.env as { incoming?: { socket?: { destroyed?: unknown } } } | undefined;
+  const env = c.env as { incoming?: { socket?: { destroyed?: unknown } }; remoteAddr?: { hostname?: unknown; port?: unknown } } | undefined;
   const destroyed = env?.incoming?.socket?.destroyed;
-  return typeof destroyed === "boolean" ? destroyed : undefined;
+  if (typeof destroyed === "boolean") return destroyed;
+  // Deno.serve's info reports 0.0.0.0:0 for a client that reset its connection (a Unix socket's
+  // peer has no hostname). On node:http and Bun.serve no address is no sign: a Unix-socket
+  // listener has none either.
+  const remote = env?.remoteAddr;
+  return typeof remote?.hostname === "string" && remote.port === 0 && _unspecified(remote.hostname) ? true : undefined;
 }
 
 /**

@@ -502,6 +502,18 @@ describe(`hono middleware (${runtime})`, () => {
     }
   });
 
+  test("hono: under hygiene() on Deno.serve, a client whose connection reset before its peer was read (0.0.0.0:0) is refused at the keyed gate, its route never run; a Unix socket's peer is keyed unknownKey", async () => {
+    const denials: string[] = [];
+    const app = new Hono();
+    app.use(hygiene({ clock: createManualClock(), loadMonitor: false, rateLimits: [{ limiter: createFixedWindowLimiter({ limit: 1, windowMs: 60_000 }) }], onDeny: (e) => void denials.push(`${e.layer}/${e.reason}`) }));
+    const keys: string[] = [];
+    app.get("/", (c) => (keys.push(String(hygieneContext(c)!.key)), c.text("ok")));
+    assert.equal((await app.request("/", {}, { remoteAddr: { hostname: "0.0.0.0", port: 0 } })).status, 503);
+    assert.deepEqual(denials, ["rate/aborted"]);
+    assert.equal((await app.request("/", {}, { remoteAddr: { transport: "unix", path: "/tmp/x.sock" } })).status, 200);
+    assert.deepEqual(keys, ["unknown"]);
+  });
+
   test("hono: a request waiting for a later turn whose @hono/node-server socket closed is refused from the socket, without reading its signal", async () => {
     // The load gate's batch bound (20 ms), driven by hand: each handler "burns" 30 ms.
     const clock = createTurnClock();

@@ -16,7 +16,6 @@ import {
   type Logger,
   type Server,
   MAX_TIMER_MS,
-  _socketPeer,
 } from "../../core/mod.ts";
 import { _continue, _declared, _declaresBody, _holdContinue, _NodeInfo } from "./request_info.ts";
 import { _lingeringClose, _sweepStalled } from "./sockets.ts";
@@ -203,10 +202,6 @@ export function listenNode(options: NodeListenOptions): Listen {
         return;
       }
       open.add(socket);
-      // The peer, read while the connection is there: read first when a keyed gate asks, a
-      // client that sent its request and reset the connection had none by then, and was keyed
-      // "unknown" — past its own address's budget (a review: 14 of 100 such requests).
-      _socketPeer(socket);
       socket.once("close", () => {
         open.delete(socket);
         slot.closed();

@@ -296,8 +296,13 @@ class _Later implements _TurnWaiter, PromiseLike<GateVerdict> {
     });
   }
 
-  get left(): AbortSignalLike {
-    return this.#a.info?.clientLeft ?? this.#a.request.signal;
+  get left(): AbortSignalLike | undefined {
+    const info = this.#a.info;
+    const left = info?.clientLeft;
+    if (left !== undefined) return left;
+    // An adapter that tells whether the client is gone but has no event for it: asked at the
+    // turn (the signal is not read: on @hono/node-server that builds an AbortController a request).
+    return info?.clientGone !== undefined ? undefined : this.#a.request.signal;
   }
 
   go(admit: boolean): void {
