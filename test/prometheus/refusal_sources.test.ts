@@ -454,6 +454,7 @@ describe(`refusal sources: every refusal reaches onDeny and the exporter (${runt
     "flow:queue-full": "a flow queue worker over its share of the capacity (test/core/limits/flow_queue.test.ts)",
     "load:batch": "one loop turn admitting for longer than maxBatchMs (test/core/gates/load.test.ts)",
     "load:aborted": "the client left while waiting for a later turn (test/core/gates/load_wait.test.ts)",
+    "rate:aborted": "the client reset its connection before its address was read (test/adapters/peer_reset.test.ts, test/hono/middleware.test.ts)",
     ...(onNode ? {} : { "connection:over-cap": "only node:http has a connection hook" }),
   };
 
