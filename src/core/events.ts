@@ -26,7 +26,7 @@ export interface DenyEvent {
   readonly status: number;
   /** The Retry-After hint, where one was sent. */
   readonly retryAfterMs?: number | undefined;
-  /** For rate limits: the scope that refused first (coarsest), e.g. "global", "tenant". */
+  /** For rate limits: the scope whose refusal is the longest (coarsest on a tie), e.g. "global", "tenant". */
   readonly scope?: string;
   /** For rate limits: the limiter's class, e.g. "ip", "auth". */
   readonly limiterClass?: string;

@@ -7,7 +7,7 @@ import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
 import { _checkCost } from "./_rate.ts";
 import { _keyResult, _skipResult } from "../_user_code.ts";
-import { _longer, _SHARED, type _Member, type _SharedView, _sharedTake, type _Verdict } from "./_shared_take.ts";
+import { _cachedDenial, _longer, _SHARED, type _Member, type _SharedView, _sharedTake, type _Verdict } from "./_shared_take.ts";
 
 /** One scope as scopes.ts holds it. */
 export interface _ScopeEntry<C> {
@@ -47,7 +47,8 @@ export function _sharedScopedTake<C, D>(
     // A skipped scope's key stays undefined: neither asked nor charged.
     const keys: (string | undefined)[] = new Array(list.length);
     // Every in-memory scope is peeked, a refused request too: its Retry-After is the longest
-    // of theirs (scopes.ts). A shared scope is not asked then (a refusal costs no round-trip).
+    // of theirs (scopes.ts), and of the shared scopes' denials cached here. The store is not
+    // asked then (a refusal costs no round-trip).
     let refused: _Verdict | undefined;
     for (let i = 0; i < list.length; i++) {
       const scope = list[i]!;
@@ -66,9 +67,13 @@ export function _sharedScopedTake<C, D>(
       }
       if (!d.allowed) refused = _longer(refused, d, i);
     }
-    if (refused !== undefined) return refuse(refused.d, list[refused.at]!);
     const asked = sharedAt.filter((i) => keys[i] !== undefined);
     const members: _Member[] = asked.map((i) => ({ limiter: shared[i]!, key: keys[i]! }));
+    if (refused !== undefined) {
+      const cached = members.length === 0 ? undefined : _cachedDenial(members, cost, now);
+      if (cached !== undefined) refused = _longer(refused, cached.d, asked[cached.at]!);
+      return refuse(refused.d, list[refused.at]!);
+    }
     // `v` undefined: every shared scope skipped the request (no store call).
     const settle = (v: { d: RateDecision; at: number } | undefined): D => {
       const at = v === undefined ? -1 : asked[v.at]!;

@@ -9,7 +9,7 @@
 // Deny events are the caller's (it knows the scope); fault events go to `sink`.
 import type { EventSink } from "../events.ts";
 import type { RateDecision, RateLimiter } from "./rate_limiter.ts";
-import type { RateStore, RateStoreCheck, RateStoreFailure, RateStoreReply, RateStoreResult } from "./rate_store.ts";
+import type { RateAlgorithm, RateStore, RateStoreCheck, RateStoreFailure, RateStoreReply, RateStoreResult } from "./rate_store.ts";
 import type { _KeyTable } from "./_key_table.ts";
 import { _emit } from "../_emit.ts";
 import { _badClock, _decision } from "./_rate.ts";
@@ -42,6 +42,7 @@ export const _SHARED: unique symbol = Symbol.for("serve-hygiene.shared-limiter")
 
 /** What the take reads of a shared limiter (shared_limiter.ts's SharedRateLimiter fits). */
 export interface _SharedView {
+  readonly algorithm: RateAlgorithm;
   readonly limit: number;
   readonly windowMs: number;
   readonly failClosedRetryAfterMs: number;
@@ -143,10 +144,14 @@ function _result(m: _Member, r: RateStoreResult): RateDecision {
   return _decision(r.allowed, r.allowed ? 0 : _within(r.retryAfterMs, l), r.remaining, l.limit, _within(r.resetMs, l), l.windowMs, r.allowed ? undefined : "over-limit");
 }
 
-/** Takes `cost` from every member's budget, all or nothing. Members share one store. */
-export function _sharedTake(members: readonly _Member[], cost: number, now: number, sink: EventSink | undefined): _Verdict | Promise<_Verdict> {
-  // A broken clock or local limiter is the limiter's own fault: denied whatever the failure mode.
-  if (now - now !== 0) return _failed(members, cost, { failure: "error", error: _badClock(now) }, sink, true);
+/**
+ * The longest denial the denied-key cache holds for `members` at `now`, if any (a key the store
+ * denied until T is denied here until T, with no call); expired entries are dropped. It answers
+ * for the cost the store denied, or a larger one where the wait is the same (a fixed window's
+ * edge): a token bucket waits longer for a larger cost, and the store is asked (a review: the
+ * cached wait for cost 1 sent a cost of 3 into the next refusal).
+ */
+export function _cachedDenial(members: readonly _Member[], cost: number, now: number): _Verdict | undefined {
   let cached: _Verdict | undefined;
   for (let i = 0; i < members.length; i++) {
     const m = members[i]!;
@@ -154,13 +159,22 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
     const e = denied.get(m.key);
     if (e === undefined) continue;
     if (now < e.until) {
-      if (cost >= e.cost) {
+      if (cost === e.cost || (cost > e.cost && m.limiter.algorithm === "fixed-window")) {
         const l = m.limiter;
         const wait = e.until - now;
         cached = _longer(cached, _decision(false, wait, e.remaining, l.limit, Math.max(wait, e.resetAt - now), l.windowMs, "over-limit"), i);
       }
     } else denied.delete(m.key);
   }
+  return cached;
+}
+
+/** Takes `cost` from every member's budget, all or nothing. Members share one store. */
+export function _sharedTake(members: readonly _Member[], cost: number, now: number, sink: EventSink | undefined): _Verdict | Promise<_Verdict> {
+  // A broken clock or local limiter is the limiter's own fault: denied whatever the failure mode.
+  if (now - now !== 0) return _failed(members, cost, { failure: "error", error: _badClock(now) }, sink, true);
+  // The cache's answer is its own rules' (another member's wait may be longer: README).
+  const cached = _cachedDenial(members, cost, now);
   if (cached !== undefined) return cached;
   if (members.some((m) => m.limiter.localLimiter !== undefined)) {
     try {

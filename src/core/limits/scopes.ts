@@ -49,7 +49,8 @@ export interface ScopedLimiterOptions<C> {
 /** A decision of a scoped limiter, with the scope it speaks for. */
 export interface ScopedRateDecision extends RateDecision {
   /**
-   * Denied: the coarsest scope that refused. Allowed: the scope with the least remaining
+   * Denied: the scope whose refusal is the longest (its `retryAfterMs`: when every scope
+   * admits again; the coarsest on a tie). Allowed: the scope with the least remaining
    * (coarsest on a tie), whose figures the decision carries (for RateLimit headers); `""`
    * when every scope skipped the request (`remaining` and `limit` are then Infinity).
    */

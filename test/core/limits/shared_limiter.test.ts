@@ -124,6 +124,21 @@ describe("shared limiter", () => {
     assert.ok(limiter.take("k", 1) instanceof Promise);
   });
 
+  test("shared limiter: a token bucket's cached denial answers its own cost only: a larger cost waits longer, so the store is asked", async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const bucket = createTokenBucketLimiter({ name: "tb", ratePerSecond: 50, burst: 9, clock, store: createRateStore(backend, { clock }) });
+    const d = bucket.take("k", 2);
+    backend.calls[0]!.resolve([DENY(40)]);
+    assert.equal((await d).retryAfterMs, 40);
+    const same = bucket.take("k", 2);
+    assert.ok(!(same instanceof Promise), "the same cost: denied from the cache");
+    assert.equal(same.retryAfterMs, 40);
+    // A review: the cached 20 ms for cost 1 answered a cost of 3, which needed 60.
+    assert.ok(bucket.take("k", 3) instanceof Promise, "a larger cost: asked of the store");
+    assert.equal(backend.calls.length, 2);
+  });
+
   test("shared limiter: a local pre-check denies with no call, and is charged before the call", async () => {
     const clock = createManualClock();
     const backend = createFakeBackend();
