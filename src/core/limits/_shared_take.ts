@@ -77,10 +77,12 @@ function _tightest(ds: readonly RateDecision[]): _Verdict {
 /**
  * Of two refusals, the one a client must wait out: its Retry-After is when every member admits
  * again (a review: the first refusing rule's shorter wait sent an obedient client into the
- * next 429).
+ * next 429). On a tie, the coarser (listed first: the lower `at`).
  */
 export function _longer(refused: _Verdict | undefined, d: RateDecision, at: number): _Verdict {
-  return refused === undefined || d.retryAfterMs > refused.d.retryAfterMs ? { d, at } : refused;
+  if (refused === undefined) return { d, at };
+  const wait = d.retryAfterMs, other = refused.d.retryAfterMs;
+  return wait > other || (wait === other && at < refused.at) ? { d, at } : refused;
 }
 
 /** Peeks every limiter, then charges them all; a refusal (the longest) or a throw stops it. */
@@ -195,7 +197,14 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
     let refused: _Verdict | undefined;
     for (let i = 0; i < members.length; i++) {
       const r = a.results[i]!;
-      if (r.allowed) continue;
+      if (r.allowed) {
+        // A token bucket that admitted this key has less left: a denial cached for it waits
+        // longer now (a review: the cached wait, answered after a smaller cost was admitted,
+        // sent an obedient client into the next refusal). A window's edge does not move.
+        const m = members[i]!;
+        if (m.limiter.algorithm === "token-bucket") parts(m).denied.delete(m.key);
+        continue;
+      }
       refused = _longer(refused, _result(members[i]!, r), i);
       // The store decided at or after `now`, so the key is denied until `now + retryAfterMs`
       // at least: cached that long, never longer.

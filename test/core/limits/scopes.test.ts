@@ -145,6 +145,27 @@ describe("scopes", () => {
     assert.equal(backend.calls.length, 2);
   });
 
+  test("scopes: where a shared scope's cached denial and an in-memory scope's refusal wait as long, the coarser (listed first) speaks", async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const store = createRateStore(backend, { clock });
+    const scoped = createScopedLimiter<string>({
+      scopes: [
+        { name: "tenant", limiter: createFixedWindowLimiter({ name: "tenant", limit: 1, windowMs: 1000, clock, store }), key: () => "t" },
+        { name: "client", limiter: createFixedWindowLimiter({ limit: 1, windowMs: 1000, clock }), key: (c) => c },
+      ],
+    });
+    const a = scoped.take("a");
+    backend.calls[0]!.resolve([ALLOW(0)]);
+    assert.equal((await a).allowed, true);
+    const b = scoped.take("b");
+    backend.calls[1]!.resolve([DENY(1000)]);
+    assert.equal((await b).scope, "tenant");
+    const again = scoped.take("a"); // both wait 1,000 ms
+    assert.ok(!(again instanceof Promise));
+    assert.deepEqual([again.allowed, again.scope, again.retryAfterMs], [false, "tenant", 1000]);
+  });
+
   test("scopes: the refusal emits one deny event with the scope and limiter class, no key", () => {
     const events: HygieneEvent[] = [];
     const { scoped } = setup((e) => events.push(e));
