@@ -305,10 +305,11 @@ class _Later implements _TurnWaiter, PromiseLike<GateVerdict> {
     return info?.clientGone !== undefined ? undefined : this.#a.request.signal;
   }
 
-  go(admit: boolean): void {
+  go(admit: boolean | "left"): void {
     const next = this.#next;
     this.#next = undefined;
     // A client that left while its request waited: refused, its handler never runs.
-    next?.(!admit ? (this.#state.forced ? _FORCED : this.#refusal) : (this.#a.info?.clientGone ?? this.#a.request.signal.aborted) ? ABORTED : PASS);
+    if (admit === "left") next?.(ABORTED);
+    else next?.(!admit ? (this.#state.forced ? _FORCED : this.#refusal) : (this.#a.info?.clientGone ?? this.#a.request.signal.aborted) ? ABORTED : PASS);
   }
 }

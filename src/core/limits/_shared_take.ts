@@ -197,18 +197,17 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
     let refused: _Verdict | undefined;
     for (let i = 0; i < members.length; i++) {
       const r = a.results[i]!;
+      const m = members[i]!;
       if (r.allowed) {
         // A token bucket that admitted this key has less left: a denial cached for it waits
         // longer now (a review: the cached wait, answered after a smaller cost was admitted,
         // sent an obedient client into the next refusal). A window's edge does not move.
-        const m = members[i]!;
         if (m.limiter.algorithm === "token-bucket") parts(m).denied.delete(m.key);
         continue;
       }
-      refused = _longer(refused, _result(members[i]!, r), i);
+      refused = _longer(refused, _result(m, r), i);
       // The store decided at or after `now`, so the key is denied until `now + retryAfterMs`
       // at least: cached that long, never longer.
-      const m = members[i]!;
       const denied = parts(m).denied;
       const entry = { until: now + _within(r.retryAfterMs, m.limiter), cost, remaining: r.remaining, resetAt: now + _within(r.resetMs, m.limiter) };
       if (denied.get(m.key) !== undefined || denied.makeRoom(now)) denied.set(m.key, entry);

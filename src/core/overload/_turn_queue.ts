@@ -14,15 +14,15 @@ import type { Clock, TimerHandle } from "../clock.ts";
 import type { AbortSignalLike } from "./permit.ts";
 import { type _Waiter, _WaitQueue } from "./_wait_queue.ts";
 
-/** One request put off: `go(true)` starts it, `go(false)` refuses it. Called once. */
+/**
+ * One request put off: `go(true)` starts it, `go(false)` refuses it, `go("left")` refuses it as
+ * its client's leaving. Called once.
+ */
 export interface _TurnWaiter {
   /** When it arrived (its wait counts from here). */
   readonly at: number;
-  go(admit: boolean): void;
-  /**
-   * Fires when its client leaves: it is taken out of the queue at once and `go(true)` is
-   * called, which finds its client gone (no handler runs for it).
-   */
+  go(admit: boolean | "left"): void;
+  /** Fires when its client leaves: it is taken out of the queue at once, `go("left")`. */
   readonly left?: AbortSignalLike | undefined;
 }
 
@@ -38,7 +38,7 @@ export function _turnEntry(w: _TurnWaiter, q: _WaitQueue): _Waiter {
   const onAbort = () => {
     if (!entry.live) return;
     q.remove(entry); // detaches
-    w.go(true);
+    w.go("left");
   };
   signal.addEventListener("abort", onAbort, { once: true });
   entry.detach = () => signal.removeEventListener("abort", onAbort);

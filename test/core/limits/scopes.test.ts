@@ -122,48 +122,30 @@ describe("scopes", () => {
     assert.deepEqual([refused.allowed, refused.scope, refused.retryAfterMs], [false, "long", 9000]);
   });
 
-  test("scopes: an in-memory scope's refusal reports a shared scope's longer denial cached here, with no store call", async () => {
-    const clock = createManualClock();
-    const backend = createFakeBackend();
-    const store = createRateStore(backend, { clock });
-    const scoped = createScopedLimiter<string>({
-      scopes: [
-        { name: "tenant", limiter: createFixedWindowLimiter({ name: "tenant", limit: 1, windowMs: 10_000, clock, store }), key: () => "t" },
-        { name: "client", limiter: createFixedWindowLimiter({ limit: 1, windowMs: 1000, clock }), key: (c) => c },
-      ],
-    });
-    const a = scoped.take("a");
-    backend.calls[0]!.resolve([ALLOW(0)]);
-    assert.equal((await a).allowed, true);
-    const b = scoped.take("b");
-    backend.calls[1]!.resolve([DENY(10_000)]);
-    assert.deepEqual([(await b).scope, (await b).retryAfterMs], ["tenant", 10_000]);
-    // "a" again: its own in-memory rule refuses for 1 s, the tenant's cached denial for 10 s.
-    const again = scoped.take("a");
-    assert.ok(!(again instanceof Promise));
-    assert.deepEqual([again.allowed, again.scope, again.retryAfterMs], [false, "tenant", 10_000]);
-    assert.equal(backend.calls.length, 2);
-  });
-
-  test("scopes: where a shared scope's cached denial and an in-memory scope's refusal wait as long, the coarser (listed first) speaks", async () => {
-    const clock = createManualClock();
-    const backend = createFakeBackend();
-    const store = createRateStore(backend, { clock });
-    const scoped = createScopedLimiter<string>({
-      scopes: [
-        { name: "tenant", limiter: createFixedWindowLimiter({ name: "tenant", limit: 1, windowMs: 1000, clock, store }), key: () => "t" },
-        { name: "client", limiter: createFixedWindowLimiter({ limit: 1, windowMs: 1000, clock }), key: (c) => c },
-      ],
-    });
-    const a = scoped.take("a");
-    backend.calls[0]!.resolve([ALLOW(0)]);
-    assert.equal((await a).allowed, true);
-    const b = scoped.take("b");
-    backend.calls[1]!.resolve([DENY(1000)]);
-    assert.equal((await b).scope, "tenant");
-    const again = scoped.take("a"); // both wait 1,000 ms
-    assert.ok(!(again instanceof Promise));
-    assert.deepEqual([again.allowed, again.scope, again.retryAfterMs], [false, "tenant", 1000]);
+  test("scopes: an in-memory scope's refusal reports a shared scope's denial cached here when it is longer — or as long: the coarser (listed first) speaks — with no store call", async () => {
+    // The tenant's window (shared, cached once the store denied it) against the client's 1 s (in memory).
+    for (const tenantMs of [10_000, 1000]) {
+      const clock = createManualClock();
+      const backend = createFakeBackend();
+      const store = createRateStore(backend, { clock });
+      const scoped = createScopedLimiter<string>({
+        scopes: [
+          { name: "tenant", limiter: createFixedWindowLimiter({ name: "tenant", limit: 1, windowMs: tenantMs, clock, store }), key: () => "t" },
+          { name: "client", limiter: createFixedWindowLimiter({ limit: 1, windowMs: 1000, clock }), key: (c) => c },
+        ],
+      });
+      const a = scoped.take("a");
+      backend.calls[0]!.resolve([ALLOW(0)]);
+      assert.equal((await a).allowed, true);
+      const b = scoped.take("b");
+      backend.calls[1]!.resolve([DENY(tenantMs)]);
+      assert.deepEqual([(await b).scope, (await b).retryAfterMs], ["tenant", tenantMs]);
+      // "a" again: its own in-memory rule refuses for 1 s, the tenant's cached denial for tenantMs.
+      const again = scoped.take("a");
+      assert.ok(!(again instanceof Promise));
+      assert.deepEqual([again.allowed, again.scope, again.retryAfterMs], [false, "tenant", tenantMs], `tenant ${tenantMs} ms`);
+      assert.equal(backend.calls.length, 2);
+    }
   });
 
   test("scopes: the refusal emits one deny event with the scope and limiter class, no key", () => {
