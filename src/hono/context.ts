@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { ConnInfo } from "hono/conninfo";
-import { _ClientLeft, _envPeer, _unspecified, _isRequestContext, type AbortSignalLike, type GuardedInfo, type PeerAddress, type RequestContext } from "../core/mod.ts";
+import { _ClientLeft, _envPeer, _resetRemote, _isRequestContext, type AbortSignalLike, type GuardedInfo, type PeerAddress, type RequestContext } from "../core/mod.ts";
 
 /**
  * Where the app-level middleware keeps the request's context on Hono's Context: a symbol
@@ -78,7 +78,7 @@ export function _clientGoneOf(c: Context): boolean | undefined {
   // peer has no hostname). On node:http and Bun.serve no address is no sign: a Unix-socket
   // listener has none either.
   const remote = env?.remoteAddr;
-  return typeof remote?.hostname === "string" && remote.port === 0 && _unspecified(remote.hostname) ? true : undefined;
+  return remote != null && _resetRemote(remote) ? true : undefined;
 }
 
 /**

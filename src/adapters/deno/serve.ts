@@ -17,7 +17,7 @@ import {
   _closing,
   _optionalBoolean,
   _upgradedWebSocket,
-  _unspecified,
+  _resetRemote,
   _refusesUpload,
   _safeLogger,
 } from "../../core/mod.ts";
@@ -104,7 +104,7 @@ class _PeerInfo {
     const remote = this.#info.remoteAddr;
     // Deno reports 0.0.0.0:0 for a client that reset its connection before this was read:
     // no peer (the key "unknown"), not a peer whose key reads as an address (a review).
-    if (remote.port === 0 && _unspecified(remote.hostname)) {
+    if (_resetRemote(remote)) {
       this.#reset = true;
       return undefined;
     }

@@ -31,11 +31,12 @@ export function peerAddress(address: string, port?: number, family?: string | nu
 }
 
 /**
- * Whether `address` is the unspecified address (0.0.0.0, ::): what Deno reports, with port 0,
- * as the peer of a client that reset its connection before the peer was read. Internal.
+ * Whether Deno's `remoteAddr` is a reset connection's: the unspecified address (0.0.0.0, ::)
+ * and port 0, what Deno reports for a client that reset its connection before the peer was
+ * read. Internal.
  */
-export function _unspecified(address: string): boolean {
-  return address === "0.0.0.0" || address === "::";
+export function _resetRemote(remote: { readonly hostname?: unknown; readonly port?: unknown }): boolean {
+  return remote.port === 0 && (remote.hostname === "0.0.0.0" || remote.hostname === "::");
 }
 
 /** A Node-shaped socket's peer fields (node:net's Socket, as @hono/node-server's env hands it over). */
@@ -85,7 +86,7 @@ export function _envPeer(env: unknown, request: Request): PeerAddress | undefine
     return requestIP.call(env, request) ?? undefined;
   }
   const remote = e.remoteAddr as { hostname?: string; port?: number } | undefined;
-  if (typeof remote?.hostname === "string") return remote.port === 0 && _unspecified(remote.hostname) ? undefined : { address: remote.hostname, port: remote.port };
+  if (typeof remote?.hostname === "string") return _resetRemote(remote) ? undefined : { address: remote.hostname, port: remote.port };
   const socket = (e.incoming as { socket?: _PeerSocket | null } | undefined)?.socket;
   return socket === undefined || socket === null ? undefined : _socketPeer(socket);
 }

@@ -84,18 +84,18 @@ export class _KeyTable<E> {
   }
 
   get(key: string): E | undefined {
-    return this.#map.get(key.length <= _LONG_KEY ? key : _heldKey(key));
+    return this.#map.get(_heldKey(key));
   }
 
   /** Inserts or replaces; the caller made room first (`makeRoom`). */
   set(key: string, entry: E): void {
-    this.#map.set(key.length <= _LONG_KEY ? key : _heldKey(key), entry);
+    this.#map.set(_heldKey(key), entry);
     this.#size.set(this.#map.size);
     this.lowered(this.#expiresAt(entry));
   }
 
   delete(key: string): void {
-    if (this.#map.delete(key.length <= _LONG_KEY ? key : _heldKey(key))) this.#size.set(this.#map.size);
+    if (this.#map.delete(_heldKey(key))) this.#size.set(this.#map.size);
   }
 
   /** An entry's expiry moved earlier, to `at`. */
