@@ -52,6 +52,9 @@ export class _NodeInfo {
   get peer() {
     return peerOf(this.incoming);
   }
+  get target() {
+    return this.incoming.url;
+  }
   get clientGone() {
     const socket = this.incoming.socket;
     // A TCP socket with no peer address is broken: its client reset it (node may not have

@@ -5,7 +5,7 @@
 // request waits in the bounded admission queue (a promise: only then is the gate asynchronous),
 // or is refused at once when there is no queue or it is full; it leaves when its client goes.
 import type { _ConcurrencyLimit } from "../overload/concurrency_limit.ts";
-import type { Permit, Refusal } from "../overload/permit.ts";
+import type { _Permit, Permit, Refusal } from "../overload/permit.ts";
 import type { _Admission } from "../request/admission.ts";
 import { type Gate, type GateVerdict, PASS } from "./gate.ts";
 
@@ -17,8 +17,11 @@ interface _GateWait {
 
 /** The concurrency gate over a concurrency limit. */
 export function _concurrencyGate(concurrency: _ConcurrencyLimit): Gate {
+  const adaptive = concurrency.adaptive;
   const verdict = (a: _Admission, p: Permit | Refusal): GateVerdict => {
     if (p.ok) {
+      // Its kind for the adaptive limit: each route's latency is read against its own.
+      if (adaptive) (p as _Permit).kind = _kindOf(a);
       a.hold(p);
       a.permit = p;
       return PASS;
@@ -45,4 +48,14 @@ export function _concurrencyGate(concurrency: _ConcurrencyLimit): Gate {
     // The guard answers them its forced drain's refusal (guard.ts).
     refuseWaiting: () => concurrency._refuseWaiting(),
   };
+}
+
+/**
+ * A request's kind for the adaptive limit: its URL without the query (the adapter's request
+ * target where it has one: node's head path reads no Request).
+ */
+function _kindOf(a: _Admission): string {
+  const url = a.info?.target ?? a.request.url;
+  const q = url.indexOf("?");
+  return q === -1 ? url : url.slice(0, q);
 }

@@ -115,8 +115,11 @@ export interface AdaptiveLimit {
    * those admitted over the limit too (what `stalled(atLeast)` lent must still cover). `long`:
    * how many of the `inFlight` permits were taken before the current window began (see
    * `windows`) and are still held: work that gives no sample for a window or more (long polls).
+   * `kind`: what kind of request it was (the guard gives its URL path): each kind's latency is
+   * compared with that kind's own no-queue latency, so that a mix of fast and slow routes does
+   * not read as queueing (see `close`). Without it, with the window's baseline.
    */
-  sample(latencyMs: number, inFlight: number, now: number, held?: number, long?: number): void;
+  sample(latencyMs: number, inFlight: number, now: number, held?: number, long?: number, kind?: string): void;
   /**
    * How many windows have closed: the concurrency limit tells the permits taken before the
    * current window began from the rest by it, and reports them as `sample`'s `long`. The limit
@@ -171,6 +174,25 @@ interface _Pressure {
   /** Windows in a row at half that limit or less whose latency did not fall with it. */
   unmoved: number;
 }
+
+/**
+ * One kind of request (a route): its own no-queue latency — the lowest mean of its samples in a
+ * window, undefined before its first window closed — and its samples in the current window.
+ */
+interface _Kind {
+  base: number | undefined;
+  sum: number;
+  n: number;
+  /** The window it was last sampled in (a kind unsampled for `KIND_IDLE_WINDOWS` makes room). */
+  seen: number;
+}
+
+/** The most kinds with a baseline of their own; past it, new kinds share one. */
+const MAX_KINDS = 64;
+/** The longest a kind's path is kept (a longer one is read to here). */
+const KIND_CHARS = 256;
+/** Windows after which an unsampled kind may be forgotten to make room. */
+const KIND_IDLE_WINDOWS = 100;
 
 /** The longest a window may last, in `windowMs` (1 s by default): see the window span. */
 const MAX_SPAN_WINDOWS = 10;
@@ -256,6 +278,52 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
    */
   let provisional: { grew: number; usedShort: number; limit: number; long: number } | undefined;
 
+  /**
+   * Kinds of request (see `sample`) and the one the rest share once MAX_KINDS are known. A window
+   * is compared with the no-queue latency of its own mix: the sum of its samples' latencies over
+   * the sum of their kinds' baselines (a kind's first window counts as at its baseline). Against
+   * one baseline, a slow route joining a fast one read as 60-220 times the baseline, queueing,
+   * whenever the CPU was busy: the limit learned on the fast route halved again and again, and
+   * both routes waited ~500 ms for seconds (a review, mixed load at 60-80 % of a core).
+   */
+  const kinds = new Map<string, _Kind>();
+  const otherKind: _Kind = { base: undefined, sum: 0, n: 0, seen: 0 };
+  /** In the current window: the samples with a kind and their kinds' baselines' sum; and the same for slow start's own samples. */
+  let kindN = 0;
+  let kindBase = 0;
+  let ownKindN = 0;
+  let ownKindBase = 0;
+  const kindOf = (path: string): _Kind => {
+    const key = path.length > KIND_CHARS ? path.slice(0, KIND_CHARS) : path;
+    let k = kinds.get(key);
+    if (k === undefined) {
+      if (kinds.size >= MAX_KINDS) {
+        for (const [name, old] of kinds) if (windows - old.seen > KIND_IDLE_WINDOWS) kinds.delete(name);
+        if (kinds.size >= MAX_KINDS) return otherKind;
+      }
+      k = { base: undefined, sum: 0, n: 0, seen: windows };
+      kinds.set(key, k);
+    }
+    return k;
+  };
+  // Each kind sampled in the window: its baseline lowered to its mean if lower (`rebase`: set to it).
+  const closeKinds = (rebase: boolean) => {
+    const one = (k: _Kind) => {
+      if (k.n === 0) return;
+      const mean = k.sum / k.n;
+      if (rebase || k.base === undefined || mean < k.base) k.base = mean;
+      k.sum = 0;
+      k.n = 0;
+    };
+    for (const k of kinds.values()) one(k);
+    one(otherKind);
+  };
+  const forgetKindSamples = () => {
+    for (const k of kinds.values()) k.sum = k.n = 0;
+    otherKind.sum = otherKind.n = 0;
+    kindN = kindBase = ownKindN = ownKindBase = 0;
+  };
+
   /** The most permits held in the current `windowMs` of samples, and in the one before (0: none then). */
   let heldMost = 0;
   let heldBefore = 0;
@@ -295,7 +363,10 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     clampLimit();
   };
 
-  const close = (shortMs: number, inFlight: number, now: number) => {
+  /** The window now closing rebased (each kind's baseline is then set to its mean in it). */
+  let rebased = false;
+
+  const close = (shortMs: number, inFlight: number, now: number, n: number, kn: number, kbase: number) => {
     if (provisional !== undefined) {
       // Those of the last window's permits still held now (at least: older ones may have left)
       // were long work: without them it would not have used half the limit, the growth is lent.
@@ -326,7 +397,9 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     // one that stands still during synchronous work, as on Cloudflare Workers): the latency is
     // under its resolution, so the ratio is taken against one millisecond, not 0 (0 / 0 left
     // the limit NaN, and a NaN limit refuses nothing).
-    const ratio = shortMs / (baseline > 0 ? baseline : COARSE_CLOCK_MS);
+    const base = baseline > 0 ? baseline : COARSE_CLOCK_MS;
+    // With kinds: the window's latency over the no-queue latency of its mix (see `kinds`).
+    const ratio = kn === 0 ? shortMs / base : (shortMs * n) / ((n - kn) * base + kbase);
     // Slower, but not queued here (CPU to spare): the work waits, and throttling it would only
     // refuse work the process has room for (a review: a 90 % fast / 10 % slow mix, long polls
     // and a slower upstream were refused at a few percent of a core).
@@ -371,6 +444,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
         unmoved = pressure.unmoved = shortMs > pressure.latencyMs * 0.75 ? pressure.unmoved + 1 : 0;
         if (pressure.unmoved >= 2) {
           baseline = shortMs;
+          rebased = true;
           // And held work met from now on is measured from here (left at the lower level, the
           // next window at the new latency was lowered toward it again: a review).
           if (anchor !== undefined) anchor = shortMs;
@@ -391,6 +465,8 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     }
     if (!Number.isFinite(estimate)) estimate = limit; // never: a broken figure keeps the limit where it was
     clampLimit();
+    closeKinds(rebased);
+    rebased = false;
   };
 
   return {
@@ -413,7 +489,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     maxLimit,
     queueing,
     idle,
-    sample(latencyMs, inFlight, now, held, long) {
+    sample(latencyMs, inFlight, now, held, long, kind) {
       if (!(latencyMs >= 0 && latencyMs < Infinity)) return; // NaN, negative (a clock that went back), Infinity: not a sample
       hold(now, typeof held === "number" && held > inFlight ? held : inFlight);
       if (lent > 0) repay(Math.max(heldMost, heldBefore));
@@ -423,6 +499,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
         // halved the limit (a review). The gap, not the window's age: at a few requests a
         // minute a window takes minutes to fill, and still closes.
         sum = count = ownSum = ownCount = inFlightSum = used = usedShort = 0;
+        forgetKindSamples();
         windowStart = undefined;
       }
       lastSampleAt = now;
@@ -432,11 +509,25 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       }
       sum += latencyMs;
       count++;
+      let kindBaseNow = -1; // the sample's kind's baseline (-1: no kind)
+      if (typeof kind === "string") {
+        const k = kindOf(kind);
+        k.sum += latencyMs;
+        k.n++;
+        k.seen = windows;
+        const b = k.base ?? latencyMs; // a kind's first window counts as at its baseline
+        kindBaseNow = b > 0 ? b : COARSE_CLOCK_MS;
+        kindN++;
+        kindBase += kindBaseNow;
+      }
       if (inFlight > used) used = inFlight;
       longNow = typeof long === "number" && long > 0 ? Math.min(long, inFlight) : 0;
       if (inFlight - longNow > usedShort) usedShort = inFlight - longNow;
       inFlightSum += inFlight;
       let shortMs: number;
+      let n: number;
+      let kn: number;
+      let kbase: number;
       if (starting && limit >= 4 && baseline !== undefined) {
         // Slow start from a limit of 4 reads only the requests admitted under the window's
         // limit (the ones that began in it), once twice their mean latency has passed (at
@@ -451,9 +542,16 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
         if (now - latencyMs >= windowStart) {
           ownSum += latencyMs;
           ownCount++;
+          if (kindBaseNow >= 0) {
+            ownKindN++;
+            ownKindBase += kindBaseNow;
+          }
         }
         if (ownCount === 0 || now - windowStart < Math.min(Math.max(windowMs / 2, 2 * baseline, (2 * ownSum) / ownCount), MAX_SPAN_WINDOWS * windowMs)) return;
         shortMs = ownSum / ownCount;
+        n = ownCount;
+        kn = ownKindN;
+        kbase = ownKindBase;
       } else {
         // Twice the baseline (a window holds requests admitted under its limit), at most
         // MAX_SPAN_WINDOWS windows: a baseline read across a freeze (a process paused while its
@@ -463,6 +561,9 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
         // 20 ms a request, ten samples would take 200 ms a window while requests wait).
         if (count < (starting ? 1 : windowSamples) || now - windowStart < span) return;
         shortMs = sum / count;
+        n = count;
+        kn = kindN;
+        kbase = kindBase;
       }
       const meanInFlight = inFlightSum / count;
       sum = 0;
@@ -471,7 +572,8 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       ownCount = 0;
       inFlightSum = 0;
       windowStart = now;
-      close(shortMs, meanInFlight, now);
+      kindN = kindBase = ownKindN = ownKindBase = 0;
+      close(shortMs, meanInFlight, now, n, kn, kbase);
       used = 0;
       usedShort = 0;
       windows++;

@@ -287,7 +287,7 @@ export function _createConcurrencyLimit(options: ConcurrencyLimitOptions): _Conc
       releasedAt = now;
       if (sampled !== undefined && adaptive !== undefined) {
         // Not counting the one that completes (within the limit, it left its cohort before this).
-        adaptive.sample(now - sampled.at, inFlight - over, now, inFlight, inFlight - over - 1 - young.n);
+        adaptive.sample(now - sampled.at, inFlight - over, now, inFlight, inFlight - over - 1 - young.n, sampled.kind);
         follow(adaptive);
         if (adaptive.windows !== windows) {
           windows = adaptive.windows;

@@ -38,6 +38,8 @@ export interface Refusal {
 export class _Permit implements Permit {
   readonly ok = true as const;
   readonly at: number;
+  /** What kind of request holds it (its URL path, given by the guard): the adaptive limit's `sample` kind. */
+  kind: string | undefined = undefined;
   #release: ((sampled: _Permit | undefined) => void) | undefined;
 
   constructor(release: (sampled: _Permit | undefined) => void, at: number) {

@@ -75,6 +75,11 @@ export interface ServeInfo {
    */
   readonly declared?: DeclaredLength | undefined;
   /**
+   * The request target as the client sent it (node: the path and query), where the adapter has
+   * it without building the Request; else the guard reads the request's `url`.
+   */
+  readonly target?: string | undefined;
+  /**
    * True once the client's connection has closed, from an adapter that knows it without the
    * request's `signal` (node: reading the signal makes @hono/node-server build the full
    * Request). Where absent, the request's signal says.

@@ -64,6 +64,24 @@ describe("concurrency gate", () => {
     assert.deepEqual(samples, [280]);
   });
 
+  test("concurrency gate: each sample tells the adaptive limit its request's kind: the URL without its query, or the adapter's request target where it gives one (node's head path builds no Request); a fixed limit computes none", () => {
+    const kinds: unknown[] = [];
+    const adaptive = { limit: 10, baselineMs: undefined, minLimit: 1, maxLimit: 10, sample: (...args: unknown[]) => void kinds.push(args[5]), stalled() {} };
+    const gate = _concurrencyGate(_createConcurrencyLimit({ limit: adaptive, shedWaitMs: 100, clock: createManualClock() }));
+    const through = (request: Request | undefined, info?: { target: string }) => {
+      const admission = { startedAt: 0, request, info, hold: () => {}, permit: undefined } as unknown as _Admission;
+      assert.equal(gate.admit(admission), undefined);
+      (admission.permit as unknown as { complete(): void }).complete();
+    };
+    through(new Request("http://localhost/slow?id=7"));
+    through(new Request("http://localhost/fast"));
+    through(undefined, { target: "/report?q=1" });
+    assert.deepEqual(kinds, ["http://localhost/slow", "http://localhost/fast", "/report"]);
+    const fixed = _concurrencyGate(_createConcurrencyLimit({ limit: 10, clock: createManualClock() }));
+    const admission = { startedAt: 0, request: undefined, hold: () => {}, permit: undefined } as unknown as _Admission;
+    assert.equal(fixed.admit(admission), undefined, "no URL read: the request is not even there");
+  });
+
   test("concurrency gate: at the limit a request waits for a permit instead of being refused", async () => {
     const { guard, clock, denials } = setup({ concurrencyLimit: 2 });
     const fetch = guard.wrap(takes(clock, 10));

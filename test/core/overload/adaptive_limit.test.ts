@@ -161,6 +161,62 @@ describe("adaptive limit", () => {
     assert.equal(createAdaptiveLimit().queueing, undefined);
   });
 
+  test("adaptive limit: with kinds (routes), each sample is read against its own kind's no-queue latency: a slow route joining a fast one is no queueing, even with the CPU busy; a slowdown of the mix still shrinks the limit", () => {
+    const run = (kinds: boolean) => {
+      const clock = createManualClock();
+      const a = createAdaptiveLimit({ initialLimit: 40, queueing: () => true });
+      // Ten samples 12 ms apart, the first `slow` of them the slow route's (200 ms + `queued`), the rest the fast one's (1 ms + `queued`).
+      const window = (slow: number, queued = 0) => {
+        for (let i = 0; i < 10; i++) {
+          clock.advance(12);
+          const isSlow = i < slow;
+          a.sample((isSlow ? 200 : 1) + queued, a.limit, clock.now(), undefined, undefined, kinds ? (isSlow ? "/slow" : "/fast") : undefined);
+        }
+        return a.limit;
+      };
+      window(0);
+      window(0);
+      window(0, 0.6); // 1.6 times the baseline: slow start ends (its windows read only the requests that began in them)
+      return { before: a.limit, window };
+    };
+    const one = run(false);
+    assert.ok(one.window(3) <= one.before / 2, "one baseline: the mix reads 60 times slower, queueing (the CPU is busy): halved");
+    const own = run(true);
+    const mixed = [own.window(3), own.window(3), own.window(4), own.window(2)];
+    assert.ok(min(mixed) >= own.before, `each route against its own: never shrinks (${own.before} → ${mixed.join(",")})`);
+    // 100 ms of queueing on every request: (7 × 101 + 3 × 300) ÷ (7 × 1 + 3 × 200) = 2.6 times the mix's own latency.
+    const slowed = [own.window(3, 100), own.window(3, 100)];
+    assert.ok(slowed[1]! < mixed.at(-1)!, `a slowdown of the mix shrinks it: ${slowed.join(",")}`);
+  });
+
+  test("adaptive limit: kinds are bounded: past 64 known at once, new kinds share one baseline; one unsampled for 100 windows makes room", () => {
+    const clock = createManualClock();
+    const a = createAdaptiveLimit({ initialLimit: 20, maxLimit: 20, queueing: () => true });
+    const window = (kindOf: (i: number) => string, ms: (i: number) => number) => {
+      for (let i = 0; i < 10; i++) {
+        clock.advance(12);
+        a.sample(ms(i), a.limit, clock.now(), undefined, undefined, kindOf(i));
+      }
+    };
+    // 64 kinds of 1 ms, each with its baseline.
+    for (let w = 0; w < 7; w++) window((i) => `/k${(w * 10 + i) % 64}`, () => 1);
+    window((i) => `/k${i}`, () => 1.6); // slow start ends
+    const full = a.limit;
+    // New kinds now share one: the first window of them sets its baseline (10 ms), the next at
+    // 10 ms reads as within; a new kind of 100 ms beside it reads against the shared 10 ms.
+    window((i) => `/new${i}`, () => 10);
+    window((i) => `/new${i + 10}`, () => 10);
+    assert.ok(a.limit >= full, `the shared kind's own latency: within (${full} → ${a.limit})`);
+    window((i) => `/new${i + 20}`, () => 100);
+    assert.ok(a.limit < full, `read against the shared kind's 10 ms: ${a.limit}`);
+    // 100 windows later, with only /k0 sampled, the rest make room: a new kind gets a baseline of its own.
+    for (let w = 0; w < 101; w++) window(() => "/k0", () => 1);
+    const settled = a.limit;
+    window(() => "/fresh", () => 100); // its first window: at its baseline
+    window(() => "/fresh", () => 100);
+    assert.ok(a.limit >= settled, `a kind of its own again: ${settled} → ${a.limit}`);
+  });
+
   test("adaptive limit: no periodic re-measurement drops a steady limit to its floor", () => {
     const clock = createManualClock();
     const a = createAdaptiveLimit();
