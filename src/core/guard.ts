@@ -141,7 +141,8 @@ export function _createGuard(options: GuardOptions | undefined, host: Host | und
     return addHeaders === undefined ? res : addHeaders(res, a?.request);
   };
 
-  const loadGate = load === undefined ? undefined : _loadGate(load, clock, { waitMs: concurrency.shedWaitMs, maxWaiting: concurrency.maxWaiting }, concurrency, spare);
+  const keyInFlight = keyed?.inFlight === undefined ? undefined : _keyInFlightGate(keyed, sink);
+  const loadGate = load === undefined ? undefined : _loadGate(load, clock, { waitMs: concurrency.shedWaitMs, maxWaiting: concurrency.maxWaiting }, concurrency, spare, keyInFlight?.reserve);
   // DESIGN.md's request path, in its order. Gate 0, the connection cap, acts per connection,
   // before any request exists: the adapter reports connections to the connection gate
   // (connection_gate.ts, built by serve) and refuses there; this list starts at gate 1.
@@ -151,7 +152,7 @@ export function _createGuard(options: GuardOptions | undefined, host: Host | und
     loadGate, //                                                              3 load monitor
     _framingGate(), //                                                        4 framing
     keyed?.rate === undefined ? undefined : _rateLimitGate(keyed, sink, clock), //   5 keyed rate limits
-    keyed?.inFlight === undefined ? undefined : _keyInFlightGate(keyed, sink), // 6 per-key in-flight
+    keyInFlight, //                                                           6 per-key in-flight
     _concurrencyGate(concurrency), //                                         7 concurrency limit
     _bodyCapGate(config.bodyLimitBytes, config.routeBodyLimits, timed, bodyWaits), // 8 body cap
     timed ? _deadlineGate() : undefined, //                                   9 request timeout

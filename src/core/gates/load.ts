@@ -112,7 +112,7 @@ export interface _Permits {
  * Node and Bun (admitted at once instead, a burst read during a stall ran in one turn, and the
  * paced load after a storm met the batch bound's 503s).
  */
-export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, permits?: _Permits, spare?: _Spare): _LoadGate {
+export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, permits?: _Permits, spare?: _Spare, reserve?: (a: _Admission) => GateRefusal | undefined): _LoadGate {
   let idle = true;
   // Built once: a refusal under a storm allocates nothing here.
   const busy: GateRefusal = Object.freeze({ reason: "busy", status: 503, retryAfterMs: load.retryAfterMs });
@@ -147,7 +147,11 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
             }
           })
         : undefined;
+  // A request about to wait takes its key's slot of the per-key cap first (gate 6's `reserve`):
+  // a client's waiting requests count against its cap.
   const later = (a: _Admission, refusal: GateRefusal) => {
+    const early = reserve?.(a);
+    if (early !== undefined) return early;
     const w = new _Later(a, refusal, state);
     return queue!.push(w) ? w : refusal;
   };
@@ -169,7 +173,12 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
       const why = load.refusal(a.startedAt, short ? HELD_BATCH_MS : Infinity);
       if (why === undefined || (why === "busy" && permits !== undefined && permits.waiting > 0)) return PASS;
       const refusal = why === "batch" ? batch : busy;
-      return queue !== undefined ? later(a, refusal) : held !== undefined ? held.hold(a, refusal, permits?.inFlight === 0) : refusal;
+      if (queue !== undefined) return later(a, refusal);
+      if (held === undefined) return refusal;
+      // Held, a `busy` one may start (see _heldRefusals): it takes its key's slot as a waiter does.
+      // One of the batch bound is a refusal sent late, never started: it holds none (taken, a
+      // client's held refusals kept its own later requests out: on Deno its goodput fell 9-fold).
+      return (refusal === busy ? reserve?.(a) : undefined) ?? held.hold(a, refusal, permits?.inFlight === 0);
     },
     get waiting() {
       return queue !== undefined ? queue.length : held !== undefined ? held.length : 0;

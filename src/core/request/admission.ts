@@ -52,6 +52,8 @@ export class _Admission {
   key: string | undefined = undefined;
   /** The guard's key function failed for this request (reported once). */
   keyFailed = false;
+  /** It holds its key's slot of the per-key in-flight cap already (taken before a wait at the load gate). */
+  keySlot = false;
   /**
    * The body stream: null when there is none; undefined when the head declares one that is
    * not read yet (the body cap gate reads it).

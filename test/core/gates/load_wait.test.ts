@@ -50,6 +50,31 @@ describe("load gate: later turns", () => {
     guard.dispose();
   });
 
+  test("load gate: a request about to wait for a later turn takes its key's slot of the per-key cap first: past the cap a client's next one is refused 429 at once, another client's waits", async () => {
+    const clock = createTurnClock();
+    const { guard, handled, denials, get } = setup(clock, { inFlightPerKey: { perKey: 2 }, clientKey: (r) => r.headers.get("x-client") ?? "none" });
+    const from = (client: string, path: string) => guard.wrap((request) => (handled.push(new URL(request.url).pathname), (clock.t += 30), new Response("ok")))(new Request(`http://localhost${path}`, { headers: { "x-client": client } }));
+    void get("/1"); // starts the probe: admitted
+    void get("/2"); // the batch's first admission: the batch is 30 ms old from here
+    const heavy = ["/h1", "/h2", "/h3", "/h4"].map((p) => from("heavy", p));
+    const light = from("light", "/l1");
+    await flushMicrotasks();
+    assert.equal(guard.waitingForTurn, 3, "the heavy client's first two and the light client's one wait");
+    assert.equal(guard.inFlightPerKey!.inFlight("heavy"), 2, "the two waiting hold their slots");
+    const refused = await Promise.all(heavy.slice(2));
+    assert.deepEqual(refused.map((r) => r.status), [429, 429], "its third and fourth: over its cap, at once");
+    assert.deepEqual(denials.map((e) => [e.layer, e.reason]), [["peer", "peer-busy"], ["peer", "peer-busy"]]);
+    while (guard.waitingForTurn > 0) {
+      clock.runImmediates();
+      await flushMicrotasks();
+    }
+    assert.deepEqual([...(await Promise.all([...heavy.slice(0, 2), light])).map((r) => r.status)], [200, 200, 200]);
+    assert.deepEqual(handled.filter((p) => p !== "/1" && p !== "/2").sort(), ["/h1", "/h2", "/l1"]);
+    assert.equal(guard.inFlightPerKey!.inFlight("heavy"), 0, "one slot each, given back once");
+    assert.equal(guard.inFlightPerKey!.inFlight("light"), 0);
+    guard.dispose();
+  });
+
   test("load gate: a request that waited for a later turn meets its rate limit at the time it goes on, not at its arrival", async () => {
     const clock = createTurnClock();
     const { limiter, asked } = timeSpyLimiter(clock);
@@ -289,6 +314,21 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
     guard.dispose();
   });
 
+  test("load gate: a refusal of the batch bound held before it is sent takes no slot of the per-key cap: it never starts, and the client's next requests are not refused for it", async () => {
+    const clock = createManualClock(1000);
+    const { guard, denials, get } = heldSetup(clock, { inFlightPerKey: { perKey: 1 }, clientKey: (r) => (new URL(r.url).pathname.startsWith("/h") ? "heavy" : "other") });
+    void get("/1"); // starts the probe: admitted
+    void get("/2"); // the batch's first admission
+    const held = [get("/h1"), get("/h2")];
+    await flushMicrotasks();
+    assert.equal(guard.waitingForTurn, 2, "both held, neither refused 429");
+    assert.equal(guard.inFlightPerKey!.inFlight("heavy"), 0, "no slot held for a refusal sent late");
+    clock.advance(100);
+    assert.deepEqual((await Promise.all(held)).map((r) => r.status), [503, 503], "sent at their bound, as before");
+    assert.deepEqual(denials.map((e) => [e.layer, e.reason]), [["load", "batch"], ["load", "batch"]]);
+    guard.dispose();
+  });
+
   test("load gate: a held refusal whose client left is taken out at once, not at its bound", async () => {
     const clock = createManualClock(1000);
     const { guard, handled, denials, get } = heldSetup(clock);
@@ -452,10 +492,10 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
 
 // A guard on `clock` whose handler blocks the loop: `/block` 200 ms, `/slow` 30 ms (`stall`
 // moves the clock's reading without running its timers, as a synchronous handler does).
-function loopGuard(clock: Clock, stall: (ms: number) => void, host?: Host) {
+function loopGuard(clock: Clock, stall: (ms: number) => void, host?: Host, options: GuardOptions = {}) {
   const handled: string[] = [];
   const denials: DenyEvent[] = [];
-  const guard = createGuard({ loadMonitor: { sampleIntervalMs: 10 }, clock, concurrencyLimit: 64, shedWaitMs: 500, onDeny: (e) => void denials.push(e) }, host);
+  const guard = createGuard({ loadMonitor: { sampleIntervalMs: 10 }, clock, concurrencyLimit: 64, shedWaitMs: 500, onDeny: (e) => void denials.push(e), ...options }, host);
   const fetch = guard.wrap((request) => {
     const path = new URL(request.url).pathname;
     handled.push(path);
@@ -473,7 +513,7 @@ function loopGuard(clock: Clock, stall: (ms: number) => void, host?: Host) {
 // every 10 ms with the monitor's defaults otherwise; a handler that blocks the loop moves the
 // clock's reading without running its timers (`stall`), as a synchronous handler does.
 describe("load gate: held busy refusals are started once the loop reads normal (a clock without setImmediate)", () => {
-  function stallSetup() {
+  function stallSetup(options?: GuardOptions) {
     const manual = createManualClock(1000);
     let skew = 0;
     const clock: Clock = {
@@ -482,8 +522,28 @@ describe("load gate: held busy refusals are started once the loop reads normal (
       setInterval: (fn, ms, o) => manual.setInterval(fn, ms, o),
     };
     const stall = (ms: number) => void (skew += ms);
-    return { manual, stall, ...loopGuard(clock, stall) };
+    return { manual, stall, ...loopGuard(clock, stall, undefined, options) };
   }
+
+  test("load gate: a request held for the share (it may start) takes its key's slot of the per-key cap first: the client's next one past the cap is refused 429 at once", async () => {
+    const { manual, guard, handled, denials, get, statuses } = stallSetup({ inFlightPerKey: { perKey: 1 }, clientKey: (r) => (new URL(r.url).pathname.startsWith("/h") ? "heavy" : "other") });
+    get("/1"); // starts the probe
+    manual.advance(30);
+    get("/block"); // blocks the loop 200 ms: the share falls
+    manual.advance(10);
+    get("/h1"); // held: it may start once the share is whole
+    get("/h2"); // the same client's second: past its cap of one
+    await flushMicrotasks();
+    assert.equal(statuses["/h2"], 429);
+    assert.deepEqual(denials.map((e) => [e.layer, e.reason]), [["peer", "peer-busy"]]);
+    assert.equal(guard.inFlightPerKey!.inFlight("heavy"), 1, "the held one holds it");
+    manual.advance(150);
+    await flushMicrotasks();
+    assert.equal(statuses["/h1"], 200, "started once the share was whole");
+    assert.ok(handled.includes("/h1") && !handled.includes("/h2"));
+    assert.equal(guard.inFlightPerKey!.inFlight("heavy"), 0);
+    guard.dispose();
+  });
 
   test("load gate: after a 200 ms handler, a request the lowered share refuses is held, then started once the share is whole again — not sent a 503", async () => {
     const { manual, guard, handled, denials, get, statuses } = stallSetup();
