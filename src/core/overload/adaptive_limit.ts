@@ -134,8 +134,9 @@ export interface AdaptiveLimit {
    * higher (never past maxLimit): the concurrency limit gives it while the process is mostly
    * idle, to hold every request in flight and waiting. What `atLeast` added is taken back as
    * the permits held fall (read at each sample: room is kept for those held within the last
-   * `windowMs` or two, long polls come back at once), and all at once at the first window in
-   * which work queues. Limits of your own may ignore it.
+   * `windowMs` or two, long polls come back at once), and at the first window in which work
+   * queues, all but the permits that window held on average (the gradient applies from there).
+   * Limits of your own may ignore it.
    */
   stalled(atLeast?: number): void;
   /**
@@ -244,7 +245,9 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
    * What `stalled(atLeast)` raised the estimate by to hold requests that wait (long polls beside
    * an idle core), taken back once they have gone or work queues: kept, a CPU storm after a burst
    * of long polls met a limit of ~330 that shrank 10 % a window (admitted p99 0.9-3.3 s on Node
-   * in its first 6 s, against 0.35-0.5 s with the limit before the polls).
+   * in its first 6 s, against 0.35-0.5 s with the limit before the polls). When work queues, all
+   * but the permits the window held on average goes back, and the limit halves from there while
+   * the window is over twice tolerance (see `close`).
    */
   let lent = 0;
   let limit = initialLimit;
@@ -433,7 +436,12 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     } else {
       starting = false;
       rampedAt = -Infinity;
-      estimate = Math.max(minLimit, estimate - lent);
+      // What is lent goes back, but for the permits the window held on average: the gradient
+      // applies from the concurrency that produced this latency. Taken back whole, the limit
+      // learned on a fast route that a slow one joined (~4, where the mix holds ~55) fell back
+      // there at the first window the loan's own burst queued in (a real queue, ~100 ms), and the
+      // cycle of wait bound, loan and takeback went on for 4-6 s on Node (a review's mix).
+      estimate = Math.max(minLimit, estimate - lent, Math.min(estimate, inFlight));
       lent = 0;
       const gradient = Math.max(0.5, tolerance / ratio);
       let unmoved = 0;
