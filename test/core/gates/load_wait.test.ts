@@ -283,7 +283,7 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
     });
     let answered = 0;
     const get = (path: string, signal?: AbortSignal) =>
-      Promise.resolve(fetch(new Request(`http://localhost${path}`, signal === undefined ? {} : { signal }))).then((res) => {
+      Promise.resolve(fetch(new Request(`http://localhost${path}`, signal === undefined ? { headers: { "x-path": path } } : { signal, headers: { "x-path": path } }))).then((res) => {
         answered++;
         return res;
       });
@@ -316,7 +316,7 @@ describe("load gate: held refusals (a clock without setImmediate)", () => {
 
   test("load gate: a refusal of the batch bound held before it is sent takes no slot of the per-key cap: it never starts, and the client's next requests are not refused for it", async () => {
     const clock = createManualClock(1000);
-    const { guard, denials, get } = heldSetup(clock, { inFlightPerKey: { perKey: 1 }, clientKey: (r) => (new URL(r.url).pathname.startsWith("/h") ? "heavy" : "other") });
+    const { guard, denials, get } = heldSetup(clock, { inFlightPerKey: { perKey: 1 }, clientKey: (r) => (r.headers.get("x-path")!.startsWith("/h") ? "heavy" : "other") });
     void get("/1"); // starts the probe: admitted
     void get("/2"); // the batch's first admission
     const held = [get("/h1"), get("/h2")];
@@ -504,7 +504,7 @@ function loopGuard(clock: Clock, stall: (ms: number) => void, host?: Host, optio
     return new Response(path);
   });
   const statuses: Record<string, number> = {};
-  const get = (path: string) => void Promise.resolve(fetch(new Request(`http://localhost${path}`))).then((res) => void (statuses[path] = res.status));
+  const get = (path: string) => void Promise.resolve(fetch(new Request(`http://localhost${path}`, { headers: { "x-path": path } }))).then((res) => void (statuses[path] = res.status));
   return { guard, handled, denials, get, statuses };
 }
 
@@ -526,7 +526,7 @@ describe("load gate: held busy refusals are started once the loop reads normal (
   }
 
   test("load gate: a request held for the share (it may start) takes its key's slot of the per-key cap first: the client's next one past the cap is refused 429 at once", async () => {
-    const { manual, guard, handled, denials, get, statuses } = stallSetup({ inFlightPerKey: { perKey: 1 }, clientKey: (r) => (new URL(r.url).pathname.startsWith("/h") ? "heavy" : "other") });
+    const { manual, guard, handled, denials, get, statuses } = stallSetup({ inFlightPerKey: { perKey: 1 }, clientKey: (r) => (r.headers.get("x-path")!.startsWith("/h") ? "heavy" : "other") });
     get("/1"); // starts the probe
     manual.advance(30);
     get("/block"); // blocks the loop 200 ms: the share falls
