@@ -182,8 +182,13 @@ interface _Pressure {
  */
 interface _Kind {
   base: number | undefined;
+  /** Where its baseline stood when work that gives no sample began to be held (as the window's `anchor`). */
+  anchor: number | undefined;
   sum: number;
   n: number;
+  /** Slow start's own samples (the requests that began in the window: see `sample`). */
+  ownSum: number;
+  ownN: number;
   /** The window it was last sampled in (a kind unsampled for `KIND_IDLE_WINDOWS` makes room). */
   seen: number;
 }
@@ -290,7 +295,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
    * both routes waited ~500 ms for seconds (a review, mixed load at 60-80 % of a core).
    */
   const kinds = new Map<string, _Kind>();
-  const otherKind: _Kind = { base: undefined, sum: 0, n: 0, seen: 0 };
+  const otherKind: _Kind = { base: undefined, anchor: undefined, sum: 0, n: 0, ownSum: 0, ownN: 0, seen: 0 };
   /** In the current window: the samples with a kind and their kinds' baselines' sum; and the same for slow start's own samples. */
   let kindN = 0;
   let kindBase = 0;
@@ -304,26 +309,41 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
         for (const [name, old] of kinds) if (windows - old.seen > KIND_IDLE_WINDOWS) kinds.delete(name);
         if (kinds.size >= MAX_KINDS) return otherKind;
       }
-      k = { base: undefined, sum: 0, n: 0, seen: windows };
+      k = { base: undefined, anchor: undefined, sum: 0, n: 0, ownSum: 0, ownN: 0, seen: windows };
       kinds.set(key, k);
     }
     return k;
   };
-  // Each kind sampled in the window: its baseline lowered to its mean if lower (`rebase`: set to it).
-  const closeKinds = (rebase: boolean) => {
+  // Each kind sampled in the window (read as the window was: `own`, slow start's own samples):
+  // its baseline follows its mean as the window's baseline follows the window's (see `close`:
+  // lowered to it, or while work held from before gives no sample only by `share`, from its
+  // `anchor`; `rebase`: set to it), so that one kind alone reads exactly as without kinds.
+  const closeKinds = (rebase: boolean, share: number, own: boolean) => {
     const one = (k: _Kind) => {
-      if (k.n === 0) return;
-      const mean = k.sum / k.n;
-      if (rebase || k.base === undefined || mean < k.base) k.base = mean;
-      k.sum = 0;
-      k.n = 0;
+      const n = own ? k.ownN : k.n;
+      const mean = (own ? k.ownSum : k.sum) / n;
+      k.sum = k.n = k.ownSum = k.ownN = 0;
+      if (share === 1) k.anchor = undefined;
+      if (n === 0) return;
+      if (rebase) {
+        k.base = mean;
+        if (k.anchor !== undefined) k.anchor = mean;
+      } else if (k.base === undefined) k.base = mean;
+      else if (mean < k.base) {
+        if (share === 1) k.base = mean;
+        else {
+          k.anchor ??= k.base;
+          const lowered = k.anchor + (mean - k.anchor) * share;
+          if (lowered < k.base) k.base = lowered;
+        }
+      }
     };
     for (const k of kinds.values()) one(k);
     one(otherKind);
   };
   const forgetKindSamples = () => {
-    for (const k of kinds.values()) k.sum = k.n = 0;
-    otherKind.sum = otherKind.n = 0;
+    for (const k of kinds.values()) k.sum = k.n = k.ownSum = k.ownN = 0;
+    otherKind.sum = otherKind.n = otherKind.ownSum = otherKind.ownN = 0;
     kindN = kindBase = ownKindN = ownKindBase = 0;
   };
 
@@ -369,7 +389,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   /** The window now closing rebased (each kind's baseline is then set to its mean in it). */
   let rebased = false;
 
-  const close = (shortMs: number, inFlight: number, now: number, n: number, kn: number, kbase: number) => {
+  const close = (shortMs: number, inFlight: number, now: number, n: number, kn: number, kbase: number, own: boolean) => {
     if (provisional !== undefined) {
       // Those of the last window's permits still held now (at least: older ones may have left)
       // were long work: without them it would not have used half the limit, the growth is lent.
@@ -386,14 +406,15 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     // collapsed again and again (a review: a fast route's p99 ~480 ms in 13-14 of 14 s); lowered
     // by the share window after window, it still fell most of the way over a long hang. Too high
     // costs slack up to tolerance; too low collapses the limit.
+    const short = Math.max(1, usedShort);
+    const share = longNow === 0 ? 1 : short / (short + longNow);
     if (baseline === undefined) baseline = shortMs;
     else if (longNow === 0) {
       anchor = undefined;
       if (shortMs < baseline) baseline = shortMs;
     } else if (shortMs < baseline) {
       anchor ??= baseline;
-      const short = Math.max(1, usedShort);
-      const lowered = anchor + (shortMs - anchor) * (short / (short + longNow));
+      const lowered = anchor + (shortMs - anchor) * share;
       if (lowered < baseline) baseline = lowered;
     }
     // A baseline of exactly 0 is a clock coarser than the work (one of whole milliseconds, or
@@ -473,7 +494,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     }
     if (!Number.isFinite(estimate)) estimate = limit; // never: a broken figure keeps the limit where it was
     clampLimit();
-    closeKinds(rebased);
+    closeKinds(rebased, share, own);
     rebased = false;
   };
 
@@ -518,8 +539,9 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       sum += latencyMs;
       count++;
       let kindBaseNow = -1; // the sample's kind's baseline (-1: no kind)
+      let k: _Kind | undefined;
       if (typeof kind === "string") {
-        const k = kindOf(kind);
+        k = kindOf(kind);
         k.sum += latencyMs;
         k.n++;
         k.seen = windows;
@@ -533,6 +555,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       if (inFlight - longNow > usedShort) usedShort = inFlight - longNow;
       inFlightSum += inFlight;
       let shortMs: number;
+      let own = false;
       let n: number;
       let kn: number;
       let kbase: number;
@@ -550,13 +573,16 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
         if (now - latencyMs >= windowStart) {
           ownSum += latencyMs;
           ownCount++;
-          if (kindBaseNow >= 0) {
+          if (k !== undefined) {
+            k.ownSum += latencyMs;
+            k.ownN++;
             ownKindN++;
             ownKindBase += kindBaseNow;
           }
         }
         if (ownCount === 0 || now - windowStart < Math.min(Math.max(windowMs / 2, 2 * baseline, (2 * ownSum) / ownCount), MAX_SPAN_WINDOWS * windowMs)) return;
         shortMs = ownSum / ownCount;
+        own = true;
         n = ownCount;
         kn = ownKindN;
         kbase = ownKindBase;
@@ -581,7 +607,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       inFlightSum = 0;
       windowStart = now;
       kindN = kindBase = ownKindN = ownKindBase = 0;
-      close(shortMs, meanInFlight, now, n, kn, kbase);
+      close(shortMs, meanInFlight, now, n, kn, kbase, own);
       used = 0;
       usedShort = 0;
       windows++;

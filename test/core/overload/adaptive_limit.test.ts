@@ -2,6 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { type AdaptiveLimit, createAdaptiveLimit } from "../../../src/core/overload/adaptive_limit.ts";
 import { createManualClock } from "../../../src/testing/manual_clock.ts";
+import fc from "fast-check";
 
 // A server under a closed-loop storm keeps every permit busy: each window, `limit` requests
 // are in flight and their latency is what the model says it is at that concurrency.
@@ -187,6 +188,39 @@ describe("adaptive limit", () => {
     // 100 ms of queueing on every request: (7 × 101 + 3 × 300) ÷ (7 × 1 + 3 × 200) = 2.6 times the mix's own latency.
     const slowed = [own.window(3, 100), own.window(3, 100)];
     assert.ok(slowed[1]! < mixed.at(-1)!, `a slowdown of the mix shrinks it: ${slowed.join(",")}`);
+  });
+
+  test("adaptive limit: one kind alone reads exactly as no kind (any samples: long work, loans, slow start, queueing or not)", () => {
+    const step = fc.record({
+      advance: fc.integer({ min: 0, max: 60 }),
+      latency: fc.oneof(fc.integer({ min: 0, max: 400 }), fc.double({ min: 0, max: 400, noNaN: true })),
+      inFlight: fc.integer({ min: 0, max: 300 }),
+      extraHeld: fc.integer({ min: 0, max: 50 }),
+      long: fc.integer({ min: 0, max: 300 }),
+      queueing: fc.boolean(),
+      stall: fc.integer({ min: 0, max: 20 }), // 0: stalled(atLeast), else nothing
+    });
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 400 }), fc.integer({ min: 1, max: 64 }), (steps, initialLimit) => {
+        const clock = createManualClock();
+        let queued = false;
+        const plain = createAdaptiveLimit({ initialLimit, queueing: () => queued });
+        const kinded = createAdaptiveLimit({ initialLimit, queueing: () => queued });
+        for (const s of steps) {
+          clock.advance(s.advance);
+          queued = s.queueing;
+          if (s.stall === 0) {
+            plain.stalled(s.inFlight);
+            kinded.stalled(s.inFlight);
+          }
+          plain.sample(s.latency, s.inFlight, clock.now(), s.inFlight + s.extraHeld, s.long);
+          kinded.sample(s.latency, s.inFlight, clock.now(), s.inFlight + s.extraHeld, s.long, "/only");
+          if (plain.limit !== kinded.limit || plain.baselineMs !== kinded.baselineMs || plain.lent !== kinded.lent) return false;
+        }
+        return true;
+      }),
+      { numRuns: 300 },
+    );
   });
 
   test("adaptive limit: kinds are bounded: past 64 known at once, new kinds share one baseline; one unsampled for 100 windows makes room", () => {
