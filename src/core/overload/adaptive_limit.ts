@@ -301,11 +301,15 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   let kindBase = 0;
   let ownKindN = 0;
   let ownKindBase = 0;
+  /** The window in which the full table was last searched for idle kinds (once a window: a flood of new paths costs no search a request). */
+  let searchedAt = -1;
   const kindOf = (path: string): _Kind => {
     const key = path.length > KIND_CHARS ? path.slice(0, KIND_CHARS) : path;
     let k = kinds.get(key);
     if (k === undefined) {
       if (kinds.size >= MAX_KINDS) {
+        if (searchedAt === windows) return otherKind;
+        searchedAt = windows;
         for (const [name, old] of kinds) if (windows - old.seen > KIND_IDLE_WINDOWS) kinds.delete(name);
         if (kinds.size >= MAX_KINDS) return otherKind;
       }
@@ -321,10 +325,11 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   const closeKinds = (rebase: boolean, share: number, own: boolean) => {
     const one = (k: _Kind) => {
       const n = own ? k.ownN : k.n;
-      const mean = (own ? k.ownSum : k.sum) / n;
+      const sum = own ? k.ownSum : k.sum;
       k.sum = k.n = k.ownSum = k.ownN = 0;
       if (share === 1) k.anchor = undefined;
       if (n === 0) return;
+      const mean = sum / n;
       if (rebase) {
         k.base = mean;
         if (k.anchor !== undefined) k.anchor = mean;
