@@ -8,6 +8,7 @@ import type { _ConcurrencyLimit } from "../overload/concurrency_limit.ts";
 import type { _Permit, Permit, Refusal } from "../overload/permit.ts";
 import type { _Admission } from "../request/admission.ts";
 import { type Gate, type GateVerdict, PASS } from "./gate.ts";
+import { _pathStart } from "../request/_url_path.ts";
 
 /** A waiting request and its verdict's promise: all its wait keeps, besides the queue's waiter. */
 interface _GateWait {
@@ -51,11 +52,14 @@ export function _concurrencyGate(concurrency: _ConcurrencyLimit): Gate {
 }
 
 /**
- * A request's kind for the adaptive limit: its URL without the query (the adapter's request
- * target where it has one: node's head path reads no Request).
+ * A request's kind for the adaptive limit: its URL's path, without scheme, host or query (the
+ * adapter's request target where it has one: node's head path reads no Request). With the host,
+ * a client naming a new Host each request made each one a kind of its own.
  */
 function _kindOf(a: _Admission): string {
   const url = a.info?.target ?? a.request.url;
-  const q = url.indexOf("?");
-  return q === -1 ? url : url.slice(0, q);
+  const start = _pathStart(url);
+  if (start === -1) return url;
+  const q = url.indexOf("?", start);
+  return start === 0 && q === -1 ? url : url.slice(start, q === -1 ? url.length : q);
 }

@@ -54,7 +54,7 @@ export function _keyInFlightGate(parts: _KeyedParts, sink: EventSink): _KeyInFli
     reserve(a: _Admission) {
       if (waits || a.keySlot || (a.request === undefined && !parts.fromHead)) return undefined;
       const failed = _keyFor(a, parts, sink);
-      if (failed !== undefined) return failed;
+      if (failed !== undefined) return { ...failed, layer: "peer" };
       const s = limiter.enter(a.key!, undefined) as Slot | InFlightRefusal;
       if (!s.ok) return { ...(verdict(a, s) as GateRefusal), layer: "peer" };
       a.hold(s);

@@ -193,8 +193,14 @@ interface _Kind {
   seen: number;
 }
 
-/** The most kinds with a baseline of their own; past it, new kinds share one. */
+/** The most kinds with a baseline of their own; past it, new kinds are read against the window's baseline. */
 const MAX_KINDS = 64;
+/**
+ * The most new kinds a window takes in; the rest of that window's new kinds are read against the
+ * window's baseline. A new kind's first window counts as at its own latency: the fewer a window
+ * takes in, the less a storm over new paths hides in them (at 8, 8 of a window's 10 samples).
+ */
+const NEW_KINDS_A_WINDOW = 2;
 /** The longest a kind's path is kept (a longer one is read to here). */
 const KIND_CHARS = 256;
 /** Windows after which an unsampled kind may be forgotten to make room. */
@@ -287,15 +293,19 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   let provisional: { grew: number; usedShort: number; limit: number; long: number } | undefined;
 
   /**
-   * Kinds of request (see `sample`) and the one the rest share once MAX_KINDS are known. A window
-   * is compared with the no-queue latency of its own mix: the sum of its samples' latencies over
-   * the sum of their kinds' baselines (a kind's first window counts as at its baseline). Against
+   * Kinds of request (see `sample`), at most MAX_KINDS, NEW_KINDS_A_WINDOW new ones a window. A
+   * window is compared with the no-queue latency of its own mix: the sum of its samples' latencies
+   * over the sum of their kinds' baselines (a kind's first window counts as at its baseline; a
+   * sample of no kind, or of one the table had no room for, as at the window's). Bounded so: a
+   * storm over new paths each request read as no queueing, every sample a new kind's, and the
+   * limit went from 2-4 to 128 (a review, all runtimes). Against
    * one baseline, a slow route joining a fast one read as 60-220 times the baseline, queueing,
    * whenever the CPU was busy: the limit learned on the fast route halved again and again, and
    * both routes waited ~500 ms for seconds (a review, mixed load at 60-80 % of a core).
    */
   const kinds = new Map<string, _Kind>();
-  const otherKind: _Kind = { base: undefined, anchor: undefined, sum: 0, n: 0, ownSum: 0, ownN: 0, seen: 0 };
+  /** Kinds taken in during the current window. */
+  let newKinds = 0;
   /** In the current window: the samples with a kind and their kinds' baselines' sum; and the same for slow start's own samples. */
   let kindN = 0;
   let kindBase = 0;
@@ -303,16 +313,18 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
   let ownKindBase = 0;
   /** The window in which the full table was last searched for idle kinds (once a window: a flood of new paths costs no search a request). */
   let searchedAt = -1;
-  const kindOf = (path: string): _Kind => {
+  const kindOf = (path: string): _Kind | undefined => {
     const key = path.length > KIND_CHARS ? path.slice(0, KIND_CHARS) : path;
     let k = kinds.get(key);
     if (k === undefined) {
+      if (newKinds >= NEW_KINDS_A_WINDOW) return undefined;
       if (kinds.size >= MAX_KINDS) {
-        if (searchedAt === windows) return otherKind;
+        if (searchedAt === windows) return undefined;
         searchedAt = windows;
         for (const [name, old] of kinds) if (windows - old.seen > KIND_IDLE_WINDOWS) kinds.delete(name);
-        if (kinds.size >= MAX_KINDS) return otherKind;
+        if (kinds.size >= MAX_KINDS) return undefined;
       }
+      newKinds++;
       k = { base: undefined, anchor: undefined, sum: 0, n: 0, ownSum: 0, ownN: 0, seen: windows };
       kinds.set(key, k);
     }
@@ -344,11 +356,10 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       }
     };
     for (const k of kinds.values()) one(k);
-    one(otherKind);
+    newKinds = 0;
   };
   const forgetKindSamples = () => {
     for (const k of kinds.values()) k.sum = k.n = k.ownSum = k.ownN = 0;
-    otherKind.sum = otherKind.n = otherKind.ownSum = otherKind.ownN = 0;
     kindN = kindBase = ownKindN = ownKindBase = 0;
   };
 
@@ -545,8 +556,8 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       count++;
       let kindBaseNow = -1; // the sample's kind's baseline (-1: no kind)
       let k: _Kind | undefined;
-      if (typeof kind === "string") {
-        k = kindOf(kind);
+      if (typeof kind === "string") k = kindOf(kind);
+      if (k !== undefined) {
         k.sum += latencyMs;
         k.n++;
         k.seen = windows;

@@ -64,7 +64,7 @@ describe("concurrency gate", () => {
     assert.deepEqual(samples, [280]);
   });
 
-  test("concurrency gate: each sample tells the adaptive limit its request's kind: the URL without its query, or the adapter's request target where it gives one (node's head path builds no Request); a fixed limit computes none", () => {
+  test("concurrency gate: each sample tells the adaptive limit its request's kind: its URL's path (no scheme, host or query), from the adapter's request target where it gives one (node's head path builds no Request); a fixed limit computes none", () => {
     const kinds: unknown[] = [];
     const adaptive = { limit: 10, baselineMs: undefined, minLimit: 1, maxLimit: 10, sample: (...args: unknown[]) => void kinds.push(args[5]), stalled() {} };
     const gate = _concurrencyGate(_createConcurrencyLimit({ limit: adaptive, shedWaitMs: 100, clock: createManualClock() }));
@@ -74,9 +74,11 @@ describe("concurrency gate", () => {
       (admission.permit as unknown as { complete(): void }).complete();
     };
     through(new Request("http://localhost/slow?id=7"));
+    through(new Request("http://other.example:8080/slow"));
     through(new Request("http://localhost/fast"));
     through(undefined, { target: "/report?q=1" });
-    assert.deepEqual(kinds, ["http://localhost/slow", "http://localhost/fast", "/report"]);
+    through(undefined, { target: "http://evil.example/report" }); // an absolute-form request target
+    assert.deepEqual(kinds, ["/slow", "/slow", "/fast", "/report", "/report"], "the path alone: a Host of the client's choosing makes no kind of its own");
     const fixed = _concurrencyGate(_createConcurrencyLimit({ limit: 10, clock: createManualClock() }));
     const admission = { startedAt: 0, request: undefined, hold: () => {}, permit: undefined } as unknown as _Admission;
     assert.equal(fixed.admit(admission), undefined, "no URL read: the request is not even there");

@@ -75,6 +75,22 @@ describe("load gate: later turns", () => {
     guard.dispose();
   });
 
+  test("load gate: a key function that fails for a request about to wait is refused there as the per-key cap's gate would refuse it (layer peer)", async () => {
+    const clock = createTurnClock();
+    const clientKey = (r: Pick<Request, "headers">) => {
+      if (r.headers.get("x-client") === "bad") throw new Error("no key");
+      return r.headers.get("x-client") ?? "none";
+    };
+    const { guard, denials, get } = setup(clock, { inFlightPerKey: { perKey: 2 }, clientKey });
+    const from = (client: string) => guard.wrap(() => new Response("ok"))(new Request("http://localhost/b", { headers: { "x-client": client } }));
+    void get("/1"); // starts the probe: admitted
+    void get("/2"); // the batch's first admission: the batch is 30 ms old from here
+    const res = await from("bad");
+    assert.equal(res.status, 429);
+    assert.deepEqual(denials.map((e) => [e.layer, e.reason]), [["peer", "limiter-error"]]);
+    guard.dispose();
+  });
+
   test("load gate: a request that waited for a later turn meets its rate limit at the time it goes on, not at its arrival", async () => {
     const clock = createTurnClock();
     const { limiter, asked } = timeSpyLimiter(clock);

@@ -223,32 +223,39 @@ describe("adaptive limit", () => {
     );
   });
 
-  test("adaptive limit: kinds are bounded: past 64 known at once, new kinds share one baseline; one unsampled for 100 windows makes room", () => {
-    const clock = createManualClock();
-    const a = createAdaptiveLimit({ initialLimit: 20, maxLimit: 20, queueing: () => true });
-    const window = (kindOf: (i: number) => string, ms: (i: number) => number) => {
-      for (let i = 0; i < 10; i++) {
-        clock.advance(12);
-        a.sample(ms(i), a.limit, clock.now(), undefined, undefined, kindOf(i));
-      }
+  test("adaptive limit: kinds are bounded — 2 new ones a window, 64 at once, an idle one making room after 100 windows — and a sample of a kind with no room reads against the window's baseline: a storm over new paths still shrinks the limit", () => {
+    const setup = () => {
+      const clock = createManualClock();
+      const a = createAdaptiveLimit({ initialLimit: 20, maxLimit: 20, queueing: () => true });
+      const window = (kindOf: (i: number) => string, ms: number) => {
+        for (let i = 0; i < 10; i++) {
+          clock.advance(12);
+          a.sample(ms, a.limit, clock.now(), undefined, undefined, kindOf(i));
+        }
+        return a.limit;
+      };
+      window(() => "/", 1);
+      window(() => "/", 1.6); // slow start ends
+      return { a, window };
     };
-    // 64 kinds of 1 ms, each with its baseline.
-    for (let w = 0; w < 7; w++) window((i) => `/k${(w * 10 + i) % 64}`, () => 1);
-    window((i) => `/k${i}`, () => 1.6); // slow start ends
-    const full = a.limit;
-    // New kinds now share one: the first window of them sets its baseline (10 ms), the next at
-    // 10 ms reads as within; a new kind of 100 ms beside it reads against the shared 10 ms.
-    window((i) => `/new${i}`, () => 10);
-    window((i) => `/new${i + 10}`, () => 10);
-    assert.ok(a.limit >= full, `the shared kind's own latency: within (${full} → ${a.limit})`);
-    window((i) => `/new${i + 20}`, () => 100);
-    assert.ok(a.limit < full, `read against the shared kind's 10 ms: ${a.limit}`);
-    // 100 windows later, with only /k0 sampled, the rest make room: a new kind gets a baseline of its own.
-    for (let w = 0; w < 101; w++) window(() => "/k0", () => 1);
-    const settled = a.limit;
-    window(() => "/fresh", () => 100); // its first window: at its baseline
-    window(() => "/fresh", () => 100);
-    assert.ok(a.limit >= settled, `a kind of its own again: ${settled} → ${a.limit}`);
+    // A storm of 100 ms requests, each on a path never seen: 2 a window are taken in at their first
+    // window's latency, the rest read against the window's baseline (1 ms).
+    const storm = setup();
+    const before = storm.a.limit;
+    let n = 0;
+    const stormed = [storm.window(() => `/items/${n++}`, 100), storm.window(() => `/items/${n++}`, 100)];
+    assert.ok(stormed[1]! < before / 2, `shrinks: ${before} → ${stormed.join(",")}`);
+    // 64 kinds of 1 ms, 2 a window; then a new kind of 100 ms finds no room: read against the window's 1 ms.
+    const full = setup();
+    for (let w = 0; w < 32; w++) full.window((i) => `/k${w * 2 + (i % 2)}`, 1);
+    const level = full.a.limit;
+    assert.ok(full.window(() => "/late", 100) < level, "no room: against the window's baseline");
+    // After 100 windows with only /k0 sampled, the rest make room: a new kind's first window is at its own latency.
+    const idle = setup();
+    for (let w = 0; w < 32; w++) idle.window((i) => `/k${w * 2 + (i % 2)}`, 1);
+    for (let w = 0; w < 101; w++) idle.window(() => "/k0", 1);
+    const settled = idle.a.limit;
+    assert.ok(idle.window(() => "/fresh", 100) >= settled && idle.window(() => "/fresh", 100) >= settled, `a kind of its own again: ${settled} → ${idle.a.limit}`);
   });
 
   test("adaptive limit: no periodic re-measurement drops a steady limit to its floor", () => {
