@@ -30,6 +30,7 @@
 //   gone (counted in, long polls doubled a limit still in slow start up to maxLimit).
 // Only requests that completed normally are samples; the concurrency limit decides which.
 import { _options, _positiveInt, _given, _fail, _durationMs, type _KeyList } from "../_validate.ts";
+import { _LatencyKinds } from "./_latency_kinds.ts";
 
 /** Options of {@linkcode createAdaptiveLimit}. */
 export interface AdaptiveLimitOptions {
@@ -176,36 +177,6 @@ interface _Pressure {
   unmoved: number;
 }
 
-/**
- * One kind of request (a route): its own no-queue latency — the lowest mean of its samples in a
- * window, undefined before its first window closed — and its samples in the current window.
- */
-interface _Kind {
-  base: number | undefined;
-  /** Where its baseline stood when work that gives no sample began to be held (as the window's `anchor`). */
-  anchor: number | undefined;
-  sum: number;
-  n: number;
-  /** Slow start's own samples (the requests that began in the window: see `sample`). */
-  ownSum: number;
-  ownN: number;
-  /** The window it was last sampled in (a kind unsampled for `KIND_IDLE_WINDOWS` makes room). */
-  seen: number;
-}
-
-/** The most kinds with a baseline of their own; past it, new kinds are read against the window's baseline. */
-const MAX_KINDS = 64;
-/**
- * The most new kinds a window takes in; the rest of that window's new kinds are read against the
- * window's baseline. A new kind's first window counts as at its own latency: the fewer a window
- * takes in, the less a storm over new paths hides in them (at 8, 8 of a window's 10 samples).
- */
-const NEW_KINDS_A_WINDOW = 2;
-/** The longest a kind's path is kept (a longer one is read to here). */
-const KIND_CHARS = 256;
-/** Windows after which an unsampled kind may be forgotten to make room. */
-const KIND_IDLE_WINDOWS = 100;
-
 /** The longest a window may last, in `windowMs` (1 s by default): see the window span. */
 const MAX_SPAN_WINDOWS = 10;
 /**
@@ -292,76 +263,8 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
    */
   let provisional: { grew: number; usedShort: number; limit: number; long: number } | undefined;
 
-  /**
-   * Kinds of request (see `sample`), at most MAX_KINDS, NEW_KINDS_A_WINDOW new ones a window. A
-   * window is compared with the no-queue latency of its own mix: the sum of its samples' latencies
-   * over the sum of their kinds' baselines (a kind's first window counts as at its baseline; a
-   * sample of no kind, or of one the table had no room for, as at the window's). Bounded so: a
-   * storm over new paths each request read as no queueing, every sample a new kind's, and the
-   * limit went from 2-4 to 128 (a review, all runtimes). Against
-   * one baseline, a slow route joining a fast one read as 60-220 times the baseline, queueing,
-   * whenever the CPU was busy: the limit learned on the fast route halved again and again, and
-   * both routes waited ~500 ms for seconds (a review, mixed load at 60-80 % of a core).
-   */
-  const kinds = new Map<string, _Kind>();
-  /** Kinds taken in during the current window. */
-  let newKinds = 0;
-  /** In the current window: the samples with a kind and their kinds' baselines' sum; and the same for slow start's own samples. */
-  let kindN = 0;
-  let kindBase = 0;
-  let ownKindN = 0;
-  let ownKindBase = 0;
-  /** The window in which the full table was last searched for idle kinds (once a window: a flood of new paths costs no search a request). */
-  let searchedAt = -1;
-  const kindOf = (path: string): _Kind | undefined => {
-    const key = path.length > KIND_CHARS ? path.slice(0, KIND_CHARS) : path;
-    let k = kinds.get(key);
-    if (k === undefined) {
-      if (newKinds >= NEW_KINDS_A_WINDOW) return undefined;
-      if (kinds.size >= MAX_KINDS) {
-        if (searchedAt === windows) return undefined;
-        searchedAt = windows;
-        for (const [name, old] of kinds) if (windows - old.seen > KIND_IDLE_WINDOWS) kinds.delete(name);
-        if (kinds.size >= MAX_KINDS) return undefined;
-      }
-      newKinds++;
-      k = { base: undefined, anchor: undefined, sum: 0, n: 0, ownSum: 0, ownN: 0, seen: windows };
-      kinds.set(key, k);
-    }
-    return k;
-  };
-  // Each kind sampled in the window (read as the window was: `own`, slow start's own samples):
-  // its baseline follows its mean as the window's baseline follows the window's (see `close`:
-  // lowered to it, or while work held from before gives no sample only by `share`, from its
-  // `anchor`; `rebase`: set to it), so that one kind alone reads exactly as without kinds.
-  const closeKinds = (rebase: boolean, share: number, own: boolean) => {
-    const one = (k: _Kind) => {
-      const n = own ? k.ownN : k.n;
-      const sum = own ? k.ownSum : k.sum;
-      k.sum = k.n = k.ownSum = k.ownN = 0;
-      if (share === 1) k.anchor = undefined;
-      if (n === 0) return;
-      const mean = sum / n;
-      if (rebase) {
-        k.base = mean;
-        if (k.anchor !== undefined) k.anchor = mean;
-      } else if (k.base === undefined) k.base = mean;
-      else if (mean < k.base) {
-        if (share === 1) k.base = mean;
-        else {
-          k.anchor ??= k.base;
-          const lowered = k.anchor + (mean - k.anchor) * share;
-          if (lowered < k.base) k.base = lowered;
-        }
-      }
-    };
-    for (const k of kinds.values()) one(k);
-    newKinds = 0;
-  };
-  const forgetKindSamples = () => {
-    for (const k of kinds.values()) k.sum = k.n = k.ownSum = k.ownN = 0;
-    kindN = kindBase = ownKindN = ownKindBase = 0;
-  };
+  /** Kinds of request (see `sample`) and their baselines (_latency_kinds.ts). */
+  const kinds = new _LatencyKinds();
 
   /** The most permits held in the current `windowMs` of samples, and in the one before (0: none then). */
   let heldMost = 0;
@@ -438,7 +341,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     // under its resolution, so the ratio is taken against one millisecond, not 0 (0 / 0 left
     // the limit NaN, and a NaN limit refuses nothing).
     const base = baseline > 0 ? baseline : COARSE_CLOCK_MS;
-    // With kinds: the window's latency over the no-queue latency of its mix (see `kinds`).
+    // With kinds: the window's latency over the no-queue latency of its mix (_latency_kinds.ts).
     const ratio = kn === 0 ? shortMs / base : (shortMs * n) / ((n - kn) * base + kbase);
     // Slower, but not queued here (CPU to spare): the work waits, and throttling it would only
     // refuse work the process has room for (a review: a 90 % fast / 10 % slow mix, long polls
@@ -510,7 +413,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
     }
     if (!Number.isFinite(estimate)) estimate = limit; // never: a broken figure keeps the limit where it was
     clampLimit();
-    closeKinds(rebased, share, own);
+    kinds.close(rebased, share, own);
     rebased = false;
   };
 
@@ -544,7 +447,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
         // halved the limit (a review). The gap, not the window's age: at a few requests a
         // minute a window takes minutes to fill, and still closes.
         sum = count = ownSum = ownCount = inFlightSum = used = usedShort = 0;
-        forgetKindSamples();
+        kinds.forget();
         windowStart = undefined;
       }
       lastSampleAt = now;
@@ -554,18 +457,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       }
       sum += latencyMs;
       count++;
-      let kindBaseNow = -1; // the sample's kind's baseline (-1: no kind)
-      let k: _Kind | undefined;
-      if (typeof kind === "string") k = kindOf(kind);
-      if (k !== undefined) {
-        k.sum += latencyMs;
-        k.n++;
-        k.seen = windows;
-        const b = k.base ?? latencyMs; // a kind's first window counts as at its baseline
-        kindBaseNow = b > 0 ? b : COARSE_CLOCK_MS;
-        kindN++;
-        kindBase += kindBaseNow;
-      }
+      const k = typeof kind === "string" ? kinds.add(kind, latencyMs, windows) : undefined;
       if (inFlight > used) used = inFlight;
       longNow = typeof long === "number" && long > 0 ? Math.min(long, inFlight) : 0;
       if (inFlight - longNow > usedShort) usedShort = inFlight - longNow;
@@ -589,19 +481,14 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
         if (now - latencyMs >= windowStart) {
           ownSum += latencyMs;
           ownCount++;
-          if (k !== undefined) {
-            k.ownSum += latencyMs;
-            k.ownN++;
-            ownKindN++;
-            ownKindBase += kindBaseNow;
-          }
+          if (k !== undefined) kinds.addOwn(k, latencyMs);
         }
         if (ownCount === 0 || now - windowStart < Math.min(Math.max(windowMs / 2, 2 * baseline, (2 * ownSum) / ownCount), MAX_SPAN_WINDOWS * windowMs)) return;
         shortMs = ownSum / ownCount;
         own = true;
         n = ownCount;
-        kn = ownKindN;
-        kbase = ownKindBase;
+        kn = kinds.ownN;
+        kbase = kinds.ownBase;
       } else {
         // Twice the baseline (a window holds requests admitted under its limit), at most
         // MAX_SPAN_WINDOWS windows: a baseline read across a freeze (a process paused while its
@@ -612,8 +499,8 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
         if (count < (starting ? 1 : windowSamples) || now - windowStart < span) return;
         shortMs = sum / count;
         n = count;
-        kn = kindN;
-        kbase = kindBase;
+        kn = kinds.n;
+        kbase = kinds.base;
       }
       const meanInFlight = inFlightSum / count;
       sum = 0;
@@ -622,7 +509,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       ownCount = 0;
       inFlightSum = 0;
       windowStart = now;
-      kindN = kindBase = ownKindN = ownKindBase = 0;
+      kinds.read();
       close(shortMs, meanInFlight, now, n, kn, kbase, own);
       used = 0;
       usedShort = 0;
