@@ -8,18 +8,13 @@
 // load at 60-80 % of a core). Bounded: a storm over a new path each request read as no
 // queueing, every sample a new kind's first, and the limit went from 2-4 to 128 (a review, all
 // runtimes). Not re-exported.
-
-/** The coarsest clock's resolution: a baseline of exactly 0 is read as this (adaptive_limit.ts `COARSE_CLOCK_MS`). */
-const COARSE_CLOCK_MS = 1;
+import { _divisor, _follow, _rebase, type _Baseline } from "./_baseline.ts";
 
 /**
  * One kind of request (a route): its own no-queue latency — the lowest mean of its samples in a
  * window, undefined before its first window closed — and its samples in the current window.
  */
-export interface _Kind {
-  base: number | undefined;
-  /** Where its baseline stood when work that gives no sample began to be held (as the window's `anchor`). */
-  anchor: number | undefined;
+export interface _Kind extends _Baseline {
   sum: number;
   n: number;
   /** Slow start's own samples (the requests that began in the window: adaptive_limit.ts `sample`). */
@@ -86,9 +81,9 @@ export class _LatencyKinds {
 
   /**
    * Each kind sampled in the window (read as the window was: `own`, slow start's own samples):
-   * its baseline follows its mean as the window's baseline follows the window's (adaptive_limit.ts
-   * `close`: lowered to it, or while work held from before gives no sample only by `share`, from
-   * its `anchor`; `rebase`: set to it), so that one kind alone reads exactly as without kinds.
+   * its baseline follows its mean by the rule the window's follows the window's by (_baseline.ts:
+   * `_follow`, or `_rebase` where the window rebased), so that one kind alone reads exactly as
+   * without kinds.
    */
   close(rebase: boolean, share: number, own: boolean): void {
     for (const k of this.#kinds.values()) {
@@ -97,19 +92,8 @@ export class _LatencyKinds {
       k.sum = k.n = k.ownSum = k.ownN = 0;
       if (share === 1) k.anchor = undefined;
       if (n === 0) continue;
-      const mean = sum / n;
-      if (rebase) {
-        k.base = mean;
-        if (k.anchor !== undefined) k.anchor = mean;
-      } else if (k.base === undefined) k.base = mean;
-      else if (mean < k.base) {
-        if (share === 1) k.base = mean;
-        else {
-          k.anchor ??= k.base;
-          const lowered = k.anchor + (mean - k.anchor) * share;
-          if (lowered < k.base) k.base = lowered;
-        }
-      }
+      if (rebase) _rebase(k, sum / n);
+      else _follow(k, sum / n, share);
     }
     this.#newKinds = 0;
   }
@@ -141,7 +125,4 @@ export class _LatencyKinds {
 }
 
 // A sample's kind's baseline: its own latency in the kind's first window; a 0 one (a coarse clock) as COARSE_CLOCK_MS.
-const _baseOf = (k: _Kind, latencyMs: number): number => {
-  const b = k.base ?? latencyMs;
-  return b > 0 ? b : COARSE_CLOCK_MS;
-};
+const _baseOf = (k: _Kind, latencyMs: number): number => _divisor(k.base ?? latencyMs);

@@ -31,6 +31,7 @@
 // Only requests that completed normally are samples; the concurrency limit decides which.
 import { _options, _positiveInt, _given, _fail, _durationMs, type _KeyList } from "../_validate.ts";
 import { _LatencyKinds } from "./_latency_kinds.ts";
+import { _divisor, _follow, _rebase, type _Baseline } from "./_baseline.ts";
 
 /** Options of {@linkcode createAdaptiveLimit}. */
 export interface AdaptiveLimitOptions {
@@ -165,9 +166,6 @@ export interface AdaptiveLimit {
   readonly idle?: (() => boolean) | undefined;
 }
 
-/** What a zero baseline stands for: the resolution of the coarsest clock a Host may give (see `close`). */
-const COARSE_CLOCK_MS = 1;
-
 /** The concurrency and latency of the window where the latency first went over tolerance. */
 interface _Pressure {
   /** Mean permits in use over that window (what produced its latency; the limit may have moved). */
@@ -233,9 +231,8 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
    */
   let lent = 0;
   let limit = initialLimit;
-  let baseline: number | undefined;
-  /** The baseline when work that gives no sample began to be held (see `close`); undefined while none is. */
-  let anchor: number | undefined;
+  /** The window's no-queue latency (_baseline.ts; `base` undefined before the first window). */
+  const baseline: _Baseline = { base: undefined, anchor: undefined };
   let pressure: _Pressure | undefined;
   // Slow start (as TCP's): the limit doubles a window until the latency first goes over
   // tolerance, then grows by the queue allowance.
@@ -316,31 +313,12 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       provisional = undefined;
       if ((wasUsed - (longNow - wasLong)) * 2 < wasLimit) lent += Math.max(0, Math.min(grew, estimate - lent - minLimit));
     }
-    // A faster window lowers the baseline to its mean — but while work held from before the
-    // window gives no sample (`long`: an upstream that hangs, long polls), only by the share of
-    // the window's permits taken in it, from where the baseline stood when that work began
-    // (`anchor`): the window's mean is of the requests that could complete, not of the work in
-    // flight. Lowered all the way, an upstream that hung for 8 s left a fast route's 0.1 ms as
-    // the baseline, and after it came back every window read 200 times slower and the limit
-    // collapsed again and again (a review: a fast route's p99 ~480 ms in 13-14 of 14 s); lowered
-    // by the share window after window, it still fell most of the way over a long hang. Too high
-    // costs slack up to tolerance; too low collapses the limit.
+    // A faster window lowers the baseline to its mean; while work held from before the window
+    // gives no sample, only by the share of the window's permits taken in it (_baseline.ts).
     const short = Math.max(1, usedShort);
     const share = longNow === 0 ? 1 : short / (short + longNow);
-    if (baseline === undefined) baseline = shortMs;
-    else if (longNow === 0) {
-      anchor = undefined;
-      if (shortMs < baseline) baseline = shortMs;
-    } else if (shortMs < baseline) {
-      anchor ??= baseline;
-      const lowered = anchor + (shortMs - anchor) * share;
-      if (lowered < baseline) baseline = lowered;
-    }
-    // A baseline of exactly 0 is a clock coarser than the work (one of whole milliseconds, or
-    // one that stands still during synchronous work, as on Cloudflare Workers): the latency is
-    // under its resolution, so the ratio is taken against one millisecond, not 0 (0 / 0 left
-    // the limit NaN, and a NaN limit refuses nothing).
-    const base = baseline > 0 ? baseline : COARSE_CLOCK_MS;
+    _follow(baseline, shortMs, share);
+    const base = _divisor(baseline.base!);
     // With kinds: the window's latency over the no-queue latency of its mix (_latency_kinds.ts).
     const ratio = kn === 0 ? shortMs / base : (shortMs * n) / ((n - kn) * base + kbase);
     // Slower, but not queued here (CPU to spare): the work waits, and throttling it would only
@@ -391,11 +369,10 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
         // queueing here. Rebase.
         unmoved = pressure.unmoved = shortMs > pressure.latencyMs * 0.75 ? pressure.unmoved + 1 : 0;
         if (pressure.unmoved >= 2) {
-          baseline = shortMs;
-          rebased = true;
           // And held work met from now on is measured from here (left at the lower level, the
           // next window at the new latency was lowered toward it again: a review).
-          if (anchor !== undefined) anchor = shortMs;
+          _rebase(baseline, shortMs);
+          rebased = true;
           pressure = undefined;
         }
       }
@@ -422,7 +399,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       return limit;
     },
     get baselineMs() {
-      return baseline;
+      return baseline.base;
     },
     get rampedAt() {
       return rampedAt;
@@ -467,7 +444,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
       let n: number;
       let kn: number;
       let kbase: number;
-      if (starting && limit >= 4 && baseline !== undefined) {
+      if (starting && limit >= 4 && baseline.base !== undefined) {
         // Slow start from a limit of 4 reads only the requests admitted under the window's
         // limit (the ones that began in it), once twice their mean latency has passed (at
         // least twice the baseline and windowMs / 2): 20 ms work reaches the 64
@@ -483,7 +460,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
           ownCount++;
           if (k !== undefined) kinds.addOwn(k, latencyMs);
         }
-        if (ownCount === 0 || now - windowStart < Math.min(Math.max(windowMs / 2, 2 * baseline, (2 * ownSum) / ownCount), MAX_SPAN_WINDOWS * windowMs)) return;
+        if (ownCount === 0 || now - windowStart < Math.min(Math.max(windowMs / 2, 2 * baseline.base, (2 * ownSum) / ownCount), MAX_SPAN_WINDOWS * windowMs)) return;
         shortMs = ownSum / ownCount;
         own = true;
         n = ownCount;
@@ -493,7 +470,7 @@ export function createAdaptiveLimit(options?: AdaptiveLimitOptions): AdaptiveLim
         // Twice the baseline (a window holds requests admitted under its limit), at most
         // MAX_SPAN_WINDOWS windows: a baseline read across a freeze (a process paused while its
         // first window was open: seconds) is replaced by the next window's, not held for twice that.
-        const span = Math.max(windowMs, baseline === undefined ? 0 : Math.min(2 * baseline, MAX_SPAN_WINDOWS * windowMs));
+        const span = Math.max(windowMs, baseline.base === undefined ? 0 : Math.min(2 * baseline.base, MAX_SPAN_WINDOWS * windowMs));
         // During slow start a window needs only time, not `windowSamples` (at a limit of 1 and
         // 20 ms a request, ten samples would take 200 ms a window while requests wait).
         if (count < (starting ? 1 : windowSamples) || now - windowStart < span) return;
