@@ -56,7 +56,8 @@ export function _keyInFlightGate(parts: _KeyedParts, sink: EventSink): _KeyInFli
       const failed = _keyFor(a, parts, sink);
       if (failed !== undefined) return { ...failed, layer: "peer" };
       const s = limiter.enter(a.key!, undefined) as Slot | InFlightRefusal;
-      if (!s.ok) return { ...(verdict(a, s) as GateRefusal), layer: "peer" };
+      // No wait here (`waits` is false), so never "aborted": the limiter reported it, as at gate 6.
+      if (!s.ok) return { reason: s.reason, status: s.status, retryAfterMs: s.retryAfterMs, reported: true, layer: "peer" };
       a.hold(s);
       a.keySlot = true;
       return undefined;
