@@ -10,19 +10,26 @@ const read = (name: string) => JSON.parse(readFileSync(new URL(name, root), "utf
 type NpmExport = { types: string; default: string };
 
 describe("export maps", () => {
-  const pkg = read("package.json") as { name: string; type: string; exports: Record<string, NpmExport>; files: string[] };
+  const pkg = read("package.json") as { name: string; type: string; exports: Record<string, NpmExport | string>; files: string[] };
   const deno = read("deno.json") as { exports: Record<string, string> };
+  /** package.json's code subpaths: all but its manifest's own entry (below). */
+  const codeKeys = Object.keys(pkg.exports).filter((k) => k !== "./package.json");
 
   test("export maps: package.json and deno.json name the same subpaths, the pinned ones", () => {
-    assert.deepEqual(Object.keys(pkg.exports).sort(), Object.keys(deno.exports).sort());
+    assert.deepEqual(codeKeys.sort(), Object.keys(deno.exports).sort());
     assert.deepEqual(Object.keys(deno.exports).sort(), Object.keys(PUBLIC_SURFACE).sort());
+  });
+
+  test("export maps: package.json exports itself (tools read serve-hygiene/package.json), nothing else beside the code", () => {
+    assert.equal(pkg.exports["./package.json"], "./package.json");
+    assert.deepEqual(Object.keys(pkg.exports).length, codeKeys.length + 1);
   });
 
   test("export maps: each npm entry points at the compiled twin of the Deno source, types first", () => {
     for (const [key, source] of Object.entries(deno.exports)) {
       assert.match(source, /^\.\/src\/.+\.ts$/, key);
       const stem = source.replace(/^\.\/src\//, "./dist/").replace(/\.ts$/, "");
-      const entry = pkg.exports[key]!;
+      const entry = pkg.exports[key] as NpmExport;
       assert.deepEqual(Object.keys(entry), ["types", "default"], `${key}: types must come first`);
       assert.equal(entry.types, `${stem}.d.ts`, key);
       assert.equal(entry.default, `${stem}.js`, key);

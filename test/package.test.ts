@@ -1,6 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { npmProject, packedFiles } from "./support/consumer.ts";
@@ -21,12 +22,17 @@ describe("package", () => {
 
   test(`package: every npm export is packed and its built module exports exactly the pinned names (${runtime})`, { timeout: 60_000 }, async () => {
     const files = packedFiles();
-    const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { exports: Record<string, { types: string; default: string }> };
-    assert.deepEqual(Object.keys(pkg.exports).sort(), Object.keys(PUBLIC_SURFACE).sort());
+    const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { exports: Record<string, { types: string; default: string } | string> };
+    const { "./package.json": manifest, ...code } = pkg.exports;
+    assert.equal(manifest, "./package.json");
+    assert.deepEqual(Object.keys(code).sort(), Object.keys(PUBLIC_SURFACE).sort());
     // Installed as a user installs it, with the optional peers, so every subpath loads.
     const project = npmProject({ peers: true });
     try {
-      for (const [key, entry] of Object.entries(pkg.exports)) {
+      // The manifest, as tools resolve it (the exports map hid it before: a review).
+      const installed = createRequire(join(project.dir, "index.js"))("serve-hygiene/package.json") as { name: string };
+      assert.equal(installed.name, "serve-hygiene");
+      for (const [key, entry] of Object.entries(code as Record<string, { types: string; default: string }>)) {
         for (const file of [entry.types, entry.default]) assert.ok(files.includes(file.replace(/^\.\//, "")), `${key}: ${file} is packed`);
         const mod = await import(pathToFileURL(join(project.dir, "node_modules", "serve-hygiene", entry.default)).href);
         assert.deepEqual(exportNames(mod), PUBLIC_SURFACE[key], key);

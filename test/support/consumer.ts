@@ -10,7 +10,7 @@ import { repoRoot, type RuntimeName } from "./runtime.ts";
 
 export interface Manifest {
   name: string;
-  exports: Record<string, { types: string; default: string }>;
+  exports: Record<string, { types: string; default: string } | string>;
   dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
   peerDependenciesMeta?: Record<string, { optional?: boolean }>;
@@ -19,10 +19,10 @@ export interface Manifest {
 const repoModules = join(repoRoot, "node_modules");
 const readJson = <T>(path: string): T => JSON.parse(readFileSync(path, "utf8")) as T;
 
-/** The package's subpaths as its package.json exports them ("serve-hygiene", "serve-hygiene/node", …). */
+/** The package's code subpaths as its package.json exports them ("serve-hygiene", "serve-hygiene/node", …; not its manifest's own entry). */
 export function npmSubpaths(): string[] {
   const pkg = readJson<Manifest>(join(repoRoot, "package.json"));
-  return Object.keys(pkg.exports).map((key) => pkg.name + key.slice(1));
+  return Object.keys(pkg.exports).filter((key) => key !== "./package.json").map((key) => pkg.name + key.slice(1));
 }
 
 let packed: { tarball: string } | undefined;
