@@ -6,7 +6,7 @@ import { compress } from "hono/compress";
 import { methodOverride } from "hono/method-override";
 import { createGuard } from "../../src/core/guard.ts";
 import type { Context } from "hono";
-import { bodyLimit, hygiene, hygieneContext, inFlightCap, noTimeout, rateLimit, timeout } from "../../src/hono/mod.ts";
+import { bodyLimit, hygiene, hygieneContext, inFlightCap, noTimeout, peerOf, rateLimit, timeout } from "../../src/hono/mod.ts";
 import { createFixedWindowLimiter } from "../../src/core/limits/fixed_window.ts";
 import { createManualClock } from "../../src/testing/manual_clock.ts";
 import type { DenyEvent } from "../../src/core/events.ts";
@@ -954,6 +954,34 @@ describe(`hono middleware (${runtime})`, () => {
     assert.equal((await after.send()).status, 503, "the outer request holds the one permit its re-dispatched copy waits for");
     assert.deepEqual(after.denials, ["concurrency/queue-timeout"]);
     assert.equal(after.runs(), 0);
+  });
+
+  // A review: a Hono app attached with mount() gets a new Request and a new Context, and only
+  // mount's options (by default the env) pass from the outer app: route pieces there found no
+  // context (500), and a hygiene() there guarded the request again. The README's recipe hands
+  // the context and the peer on through mount's optionHandler.
+  test(`hono middleware: a Hono app attached with mount() sees the outer hygiene()'s context only when mount's optionHandler hands it on (the README's recipe); then its own hygiene() steps aside (${runtime})`, async () => {
+    const build = (recipe: boolean) => {
+      const denials: string[] = [];
+      const app = new Hono();
+      const guard = hygiene({ loadMonitor: false, concurrencyLimit: 1, shedWaitMs: 50, log: () => {}, onDeny: (e) => void denials.push(`${e.layer}/${e.reason}`) });
+      app.use(guard);
+      const legacy = new Hono();
+      legacy.use(guard);
+      legacy.get("/ctx", timeout(5_000), (c) => c.text(`context=${hygieneContext(c) !== undefined} peer=${peerOf(c)?.address}`));
+      app.mount("/legacy", legacy.fetch, recipe ? { optionHandler: (c) => [{ context: hygieneContext(c), peer: peerOf(c) }] } : undefined);
+      return { app, denials };
+    };
+    const env = { peer: { address: "192.0.2.7" } };
+    const bare = build(false);
+    const refused = await bare.app.request("/legacy/ctx", {}, env);
+    assert.equal(refused.status, 503, "without the recipe the mounted app's hygiene() guards the request again and waits for the permit its original holds");
+    assert.deepEqual(bare.denials, ["concurrency/queue-timeout"]);
+    const handed = build(true);
+    const res = await handed.app.request("/legacy/ctx", {}, env);
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), "context=true peer=192.0.2.7");
+    assert.deepEqual(handed.denials, []);
   });
 
   // A review: under hygiene() on Deno.serve the deadline's 408 replaced the late 101 of a route
