@@ -220,6 +220,9 @@ export function createPrometheusExporter(options?: PrometheusExporterOptions): P
       drains.inc({ outcome: value });
     },
     render: () => registry.metrics(),
-    contentType: registry.contentType,
+    // Read when asked: the host may switch its registry to OpenMetrics after this (a review).
+    get contentType() {
+      return registry.contentType;
+    },
   };
 }

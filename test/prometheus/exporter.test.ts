@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Counter, Registry } from "prom-client";
+import { Counter, Registry, type RegistryContentType } from "prom-client";
 import { createPrometheusExporter, type PrometheusExporterOptions } from "../../src/prometheus/exporter.ts";
 import { createGuard, type GuardOptions } from "../../src/core/guard.ts";
 import { createManualClock } from "../../src/testing/manual_clock.ts";
@@ -85,6 +85,16 @@ describe("prometheus exporter: families", () => {
     assert.equal(valueOf(text, "host_hits_total"), 3);
     assert.ok(text.types.has("edge_denials_total"));
     assert.ok(![...text.types.keys()].some((name) => name.startsWith("serve_hygiene_")));
+  });
+
+  // A review: read once at creation, it said plain text after the host switched its registry to
+  // OpenMetrics, so a /metrics route labelled OpenMetrics text (`# EOF`) as text/plain.
+  test("prometheus exporter: contentType follows the registry's, set after the exporter was made", async () => {
+    const registry = new Registry<RegistryContentType>();
+    const metrics = createPrometheusExporter({ registry: registry as Registry });
+    registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
+    assert.equal(metrics.contentType, Registry.OPENMETRICS_CONTENT_TYPE);
+    assert.match(await metrics.render(), /# EOF\n$/);
   });
 });
 
