@@ -40,4 +40,12 @@ describe(`deno adapter: legacy abort warning (${runtime})`, { skip: runtime !== 
     assert.deepEqual((await runFixture(["--unstable-no-legacy-abort"], { LEAVE_FIRST: "1" })).records, []);
     assert.equal((await runFixture([], { LEAVE_FIRST: "1" })).records.length, 1);
   });
+
+  // A review: an SSE service's first answers — streams whose handlers read their signal and
+  // whose clients left — were three aborted signals in a row, and the warning told a process
+  // with the setting on to add it.
+  test(`deno adapter: three first answers whose clients left mid-stream, their handlers reading the signal, decide nothing (${runtime})`, { timeout: 40_000 }, async () => {
+    assert.deepEqual((await runFixture(["--unstable-no-legacy-abort"], { LEAVE_FIRST: "3" })).records, []);
+    assert.equal((await runFixture([], { LEAVE_FIRST: "3" })).records.length, 1);
+  });
 });

@@ -131,9 +131,9 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | un
       hostname,
       onListen() {},
       handler(request, info) {
-        _watchLegacyAbort(request, info, options.log);
         // A body is read through a watch, so a response the core marked can end the connection.
         const watch = request.body === null ? undefined : new _BodyWatch();
+        if (watch === undefined) _watchLegacyAbort(request, info, options.log);
         const hasBody = watch !== undefined && _uploads(request.headers);
         if (hasBody) uploads.add(watch, info.completed);
         let answered = fetch(watch?.watch(request) ?? request, new _PeerInfo(info, watch === undefined));
