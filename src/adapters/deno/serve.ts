@@ -3,7 +3,6 @@ import {
   closesOnUnreadBody,
   declaredLength,
   dropsConnection,
-  fallbackResponse,
   type GuardedHandler,
   isBodyTooLargeError,
   type Listen,
@@ -120,6 +119,9 @@ class _PeerInfo {
   }
 }
 
+/** What the adapter logs for an answer whose body failed while it was sent (Deno's onError). */
+export const BODY_FAILED = "response body failed while it was sent (its stream errored after the handler returned)";
+
 /** The Deno.serve binding: listens with the guarded fetch and exposes the core's Server. */
 export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | undefined }): Listen {
   const drop = options.dropUnreadBody !== false;
@@ -151,7 +153,12 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | un
         // request body back passed its cap: the client's doing, reported as a refusal — logged
         // as "guarded handler failed", any client could write an error line a request).
         if (error === _DROP || _isDrainAbort(error) || isBodyTooLargeError(error)) return new Response(null, { status: 500 });
-        return fallbackResponse(error, options.log);
+        // The guarded fetch answers a handler's failure itself: what reaches here is an answer
+        // that failed while it was sent — its body stream errored after the handler returned
+        // (the connection is cut). Logged as "guarded handler failed", it read as a handler's
+        // throw, which the guard's onError had not seen (the streaming review).
+        options.log({ level: "error", msg: BODY_FAILED, error });
+        return new Response(null, { status: 500 });
       },
     });
     const addr = server.addr;
