@@ -7,6 +7,14 @@
 // each runtime, against a backend that answers at once, in interleaved runs). Not re-exported.
 import type { Clock, TimerHandle } from "../clock.ts";
 
+/** How late the timer may run before the calls it ends get one more turn (a timer's own lateness is about a millisecond). */
+const LATE_MS = 2;
+/**
+ * That turn: long enough for pending I/O to be read first on each runtime (1 ms was not on Deno
+ * after a process paused: its next timer ran before the answer waiting in the socket).
+ */
+const GRACE_MS = 10;
+
 /** One deadline; `cancel` when the work ends first. */
 export interface _Deadline {
   cancel(): void;
@@ -27,6 +35,10 @@ export class _FifoDeadlines {
   #queue: _Entry[] = [];
   #head = 0;
   #timer: TimerHandle | undefined;
+  /** When the armed timer is due. */
+  #armedFor = 0;
+  /** Deadlines due by this time have had their one more turn (see `#fire`). */
+  #gracedTo = -Infinity;
 
   constructor(clock: Clock, delayMs: number) {
     this.#clock = clock;
@@ -38,33 +50,49 @@ export class _FifoDeadlines {
     return this.#queue.length - this.#head;
   }
 
-  /** Runs `fn` `delayMs` from now, never later than one timer's own lateness. */
+  /** Runs `fn` `delayMs` from now, never later than one timer's own lateness — and, when that was more than LATE_MS, one more turn. */
   add(fn: () => void): _Deadline {
     this.#dropEnded();
     const now = this.#clock.now();
     const entry = new _Entry(now + this.#delayMs, fn);
     this.#queue.push(entry);
     // For the oldest live deadline: this one, unless a callback of #fire adds it.
-    if (this.#timer === undefined) this.#arm(Math.max(1, this.#queue[this.#head]!.due - now));
+    if (this.#timer === undefined) this.#arm(Math.max(1, this.#queue[this.#head]!.due - now), now);
     return entry;
   }
 
-  #arm(ms: number): void {
+  #arm(ms: number, now: number): void {
     // Not unref'd: whoever awaits a call gets its answer within the timeout even when nothing
     // else keeps the process alive (a script, a client without a socket); the timer lives
     // only while calls are pending, so it holds a process for one timeout at most.
+    this.#armedFor = now + ms;
     this.#timer = this.#clock.setTimeout(() => this.#fire(), ms);
   }
 
   #fire(): void {
     this.#timer = undefined;
     const now = this.#clock.now();
+    // Run late (a handler blocked the loop, a collection, the process paused): an answer that
+    // came meanwhile may wait unread in its socket, and the timers run before pending I/O is
+    // read. The deadlines due by now get one more turn first (GRACE_MS: after the pending
+    // I/O), each once — a deadline due after that turn gets its own if a later stall passes
+    // it, so none is put off twice. Judged at once, a store that answered in 10 ms beside a
+    // handler blocking the loop 70-120 ms was a timeout for every call in flight — 429 with
+    // the whole window as Retry-After under the default fail-closed, and after five the
+    // fallback (the clocks review, all runtimes).
+    const late = now - this.#armedFor > LATE_MS;
     // The queue is read afresh each turn: a callback may add a deadline, which may drop the
     // head or re-base the array (and arm the timer).
     while (this.#head < this.#queue.length) {
       const e = this.#queue[this.#head]!;
       const fn = e.fn;
       if (fn !== undefined && e.due > now) break;
+      if (fn !== undefined && late && e.due > this.#gracedTo) {
+        this.#gracedTo = now;
+        (this.#timer as TimerHandle | undefined)?.cancel(); // one a callback above armed: the turn is this one
+        this.#arm(GRACE_MS, now);
+        return;
+      }
       this.#head++;
       if (fn !== undefined) {
         e.fn = undefined;
@@ -73,7 +101,7 @@ export class _FifoDeadlines {
     }
     // Skip ended ones at the head, then wait for the oldest live deadline.
     this.#dropEnded();
-    if (this.#timer === undefined && this.#head < this.#queue.length) this.#arm(Math.max(1, this.#queue[this.#head]!.due - now));
+    if (this.#timer === undefined && this.#head < this.#queue.length) this.#arm(Math.max(1, this.#queue[this.#head]!.due - now), now);
   }
 
   /** Drops the ended deadlines at the head (the armed timer still fires for the old head, then re-arms). */

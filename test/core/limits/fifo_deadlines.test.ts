@@ -8,6 +8,47 @@ import { _FifoDeadlines } from "../../../src/core/limits/_fifo_deadlines.ts";
 import { createManualClock } from "../../../src/testing/manual_clock.ts";
 
 describe("fifo deadlines", () => {
+  // The clocks review: a loop blocked (or a process paused) past a deadline runs its timer
+  // before the answers waiting unread in their sockets; the calls get one more turn first.
+  test("fifo deadlines: a timer that ran late gives the calls due one more turn (10 ms) before they end, each once; one on time ends them at once", () => {
+    const clock = createManualClock();
+    // A stall: the time read moves on by `stall` while no timer runs (so the next one runs late).
+    let stalled = 0;
+    const stall = (ms: number) => void (stalled += ms);
+    const late = { now: () => clock.now() + stalled, setTimeout: clock.setTimeout, setInterval: clock.setInterval };
+    const d = new _FifoDeadlines(late, 50);
+    const fired: string[] = [];
+    const answered = d.add(() => fired.push("answered"));
+    d.add(() => fired.push("silent"));
+    stall(70);
+    clock.advance(50);
+    assert.deepEqual(fired.slice(), [], "the timer ran 70 ms late: one more turn first");
+    answered.cancel(); // its answer was read in that turn
+    clock.advance(9);
+    assert.deepEqual(fired.slice(), []);
+    clock.advance(1);
+    assert.deepEqual(fired, ["silent"], "the call still unanswered ends after the turn");
+    d.add(() => fired.push("on time"));
+    clock.advance(50);
+    assert.deepEqual(fired, ["silent", "on time"], "no turn for a timer on time");
+    // A call made during a turn, the loop stalled again past its deadline: it gets a turn of
+    // its own (a review of the first form, which gave one turn a firing: that call timed out).
+    d.add(() => fired.push("first"));
+    stall(70);
+    clock.advance(50);
+    assert.deepEqual(fired, ["silent", "on time"]);
+    const second = d.add(() => fired.push("second"));
+    clock.advance(10);
+    assert.deepEqual(fired, ["silent", "on time", "first"], "the first call ends after its turn");
+    stall(90);
+    clock.advance(40);
+    assert.deepEqual(fired, ["silent", "on time", "first"], "the second call's timer ran late: its own turn");
+    second.cancel();
+    clock.advance(10);
+    assert.deepEqual(fired, ["silent", "on time", "first"], "answered in its turn");
+    assert.equal(clock.pendingTimers, 0);
+  });
+
   test("fifo deadlines: each fires at its own time under one timer; a cancelled one never fires", () => {
     const clock = createManualClock();
     const d = new _FifoDeadlines(clock, 50);
