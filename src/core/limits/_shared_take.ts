@@ -103,7 +103,19 @@ function _local(list: readonly (RateLimiter | undefined)[], members: readonly _M
   return out;
 }
 
-/** A failed call, the limiters' failure modes decide: any "closed" denies (at the first), else all admit. */
+/**
+ * The longest Retry-After of a refusal because a store call failed: the store may answer its next
+ * call, and once it falls back its probe comes every second by default. The limiter's whole
+ * window, as for a broken limiter, told a client obeying it to stay away an hour (a limiter of
+ * an hourly window) after a 50 ms Redis stall (the shared-limits review).
+ */
+const STORE_FAILED_RETRY_MS = 1000;
+
+/**
+ * A failed call, the limiters' failure modes decide: any "closed" denies (at the first), else all
+ * admit. `closed`: no store call failed, the limiters did (an insurance limiter, the clock): denied,
+ * with the limiter's own hint.
+ */
 function _failed(
   members: readonly _Member[],
   cost: number,
@@ -116,7 +128,7 @@ function _failed(
   _emit([sink], { type: "fault", source: "rate-store", error, failed: at < 0 ? "open" : "closed" });
   if (at >= 0) {
     const l = members[at]!.limiter;
-    const ms = l.failClosedRetryAfterMs;
+    const ms = closed ? l.failClosedRetryAfterMs : Math.min(l.failClosedRetryAfterMs, STORE_FAILED_RETRY_MS);
     return { d: _decision(false, ms, 0, l.limit, ms, l.windowMs, "limiter-error"), at };
   }
   const l = members[0]!.limiter;
