@@ -13,13 +13,22 @@
 // remaining, resetMs }; the times as %.17g strings (a Lua number reaches the client as an
 // integer reply, truncated), the integers as integers.
 
-/** Fixed window: a hash { s = the window's start (server ms), c = the count }, expiring after its window. */
+/**
+ * Fixed window: a hash { s = the window's start (server ms), c = the count }, expiring after its
+ * window. An entry that cannot be read (another type under the name, a field that is no number:
+ * something else wrote there) is as none, and the admit writes a fresh one: raised as an error,
+ * it failed every call of that key, for good (it had no expiry), and a client that was most of
+ * the traffic held the store in its fallback for every client (the shared-limits review).
+ */
 const FIXED_WINDOW = `
 local function fixed_window(key, now, cost, limit, window)
-  local v = redis.call('HMGET', key, 's', 'c')
+  local v = redis.pcall('HMGET', key, 's', 'c')
+  if v.err then
+    redis.call('DEL', key)
+    v = {}
+  end
   local start, count = tonumber(v[1]), tonumber(v[2])
-  if v[1] or v[2] then
-    if not (start and count) then error('corrupt fixed window entry') end
+  if start and count then
     local elapsed = now - start
     -- A start after now: the server's clock went back (an NTP step, a failover to a replica
     -- behind). That window has ended: kept, its count and its expiry, set by the old clock,
@@ -38,7 +47,7 @@ local function fixed_window(key, now, cost, limit, window)
 end
 `;
 
-/** Token bucket (GCRA): one number, the theoretical arrival time, expiring when the bucket is full again. */
+/** Token bucket (GCRA): one number, the theoretical arrival time, expiring when the bucket is full again. An entry that cannot be read is as none (as the fixed window's). */
 const TOKEN_BUCKET = `
 local function remaining_at(now, tat, tolerance, interval)
   local r = math.floor((now + tolerance - tat + slack(now, interval)) / interval)
@@ -46,11 +55,14 @@ local function remaining_at(now, tat, tolerance, interval)
   return 0
 end
 local function token_bucket(key, now, cost, tolerance, interval)
-  local stored = redis.call('GET', key)
+  local stored = redis.pcall('GET', key)
+  if type(stored) == 'table' and stored.err then
+    redis.call('DEL', key)
+    stored = false
+  end
   local tat = now
-  if stored then
-    local st = tonumber(stored)
-    if not st then error('corrupt token bucket entry') end
+  local st = stored and tonumber(stored)
+  if st then
     -- An admitted take stores at most now + tolerance (+ slack): a later one means the server's
     -- clock went back, and the bucket is full again, not empty for as long as the step.
     if st > now + tolerance + interval then tat = now elseif st > now then tat = st end

@@ -14,6 +14,7 @@ import { createTokenBucketLimiter } from "../../src/core/limits/token_bucket.ts"
 import type { RateLimiter } from "../../src/core/limits/rate_limiter.ts";
 import type { RateStore, RateStoreCheck, RateStoreReply } from "../../src/core/limits/rate_store.ts";
 import type { Clock } from "../../src/core/clock.ts";
+import { _keyHash } from "../../src/core/limits/_key_hash.ts";
 import { startRedis, type RedisServer } from "../support/redis.ts";
 import { runtime } from "../support/runtime.ts";
 
@@ -205,6 +206,34 @@ describe(`redis scripts against a real redis-server (${runtime})`, () => {
         const ttl = Number(await redis.command("PTTL", key));
         assert.ok(ttl > 0 && ttl <= (key.includes(":fw:") ? 61_000 : 2_000), `${name} ${key} ${ttl}`);
       }
+    }
+  });
+
+  // The shared-limits review: an unreadable entry raised an error in the script, every call of
+  // that key failed for good (no expiry), and a client that was most of the traffic held the
+  // store in its fallback for every client.
+  test(`an entry that cannot be read (another type under its name, a field that is no number) is as none: admitted and written afresh (${runtime})`, async () => {
+    for (const { name, client } of list) {
+      const store = storeFor(client);
+      const prefix = `t${run - 1}:`;
+      const windowed = createFixedWindowLimiter({ name: "ip", limit: 2, windowMs: 60_000, store });
+      const bucket = createTokenBucketLimiter({ name: "api", ratePerSecond: 1, burst: 2, store });
+      const spoil: [string, string[]][] = [
+        [`${prefix}fw:ip:${_keyHash("a")}`, ["SET", "x"]],
+        [`${prefix}fw:ip:${_keyHash("b")}`, ["HSET", "s", "x", "c", "y"]],
+        [`${prefix}tb:api:${_keyHash("a")}`, ["HSET", "s", "1"]],
+        [`${prefix}tb:api:${_keyHash("b")}`, ["SET", "not a number"]],
+      ];
+      for (const [key, [command, ...args]] of spoil) await redis.command(command!, key, ...args);
+      for (const key of ["a", "b"]) {
+        const w = await windowed.take(key);
+        const b = await bucket.take(key);
+        assert.deepEqual([w.allowed, w.remaining, w.reason, b.allowed, b.remaining, b.reason], [true, 1, undefined, true, 1, undefined], `${name} ${key}: ${JSON.stringify([w, b])}`);
+      }
+      for (const [key] of spoil) assert.equal(await redis.command("TYPE", key), key.includes(":fw:") ? "hash" : "string", `${name} ${key}`);
+      assert.equal(store.state, "ok");
+      // And counted from there.
+      assert.deepEqual([(await windowed.take("a")).remaining, (await windowed.take("a")).allowed], [0, false], name);
     }
   });
 
