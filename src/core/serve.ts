@@ -101,6 +101,8 @@ export type Listen = ((
 ) => Server | Promise<Server>) & {
   /** The binding passes `reusePort` to its runtime (Bun's); elsewhere serve() refuses the option. */
   readonly takesReusePort?: boolean;
+  /** The binding reports connections to `settings.connections` (Node's), so `maxConnections` caps them; elsewhere a given one is logged as without effect. */
+  readonly countsConnections?: boolean;
   /** The adapter's own options (Node's `headersTimeoutMs`, …), taken beside {@linkcode ServeOptions}. */
   readonly optionKeys?: readonly string[];
   /** Checks the adapter's own options against the guard's resolved config, before it listens (a throw rejects serve()). */
@@ -204,6 +206,12 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
     }
     // A throw rejects serve() (below, nothing left listening); an async hook's rejection is logged.
     const log = _safeLogger(o.log ?? host.log ?? consoleLogger);
+    // Given on a runtime with no connection hook, the cap was dropped silently, and an example's
+    // startup line printed it as in effect (the deploy review). A warning, not a refusal: one
+    // configuration runs on every runtime.
+    if (o.maxConnections !== undefined && o.maxConnections !== Infinity && listen.countsConnections !== true) {
+      log({ level: "warn", msg: "maxConnections has no effect on this runtime (no connection hook): front the server with a proxy's connection limit", maxConnections: o.maxConnections });
+    }
     _settleQuietly(o.onListen?.(server.address) as unknown, (error) => log({ level: "error", msg: "onListen failed", error }));
     const finished = runUntilDrained(server!, controller, {
       drainTimeoutMs: guard.config.drainTimeoutMs,

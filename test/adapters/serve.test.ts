@@ -32,6 +32,23 @@ describe(`adapter serve (${runtime})`, () => {
     }
   });
 
+  // The deploy review: on Deno and Bun a maxConnections given was dropped silently.
+  test(`adapter serve: a maxConnections given where the runtime has no connection hook (Deno, Bun) is logged once as without effect; on Node it caps, unlogged (${runtime})`, async () => {
+    const records: { level: string; msg: string }[] = [];
+    const handle = await serveHere(() => new Response("ok"), { maxConnections: 8, log: (r) => void records.push(r) });
+    try {
+      const warned = records.filter((r) => /maxConnections has no effect/.test(r.msg));
+      assert.equal(warned.length, runtime === "node" ? 0 : 1, JSON.stringify(records));
+      if (warned.length > 0) assert.equal(warned[0]!.level, "warn");
+    } finally {
+      await handle.shutdown("test done");
+    }
+    records.length = 0;
+    const unset = await serveHere(() => new Response("ok"), { log: (r) => void records.push(r) });
+    await unset.shutdown("test done");
+    assert.deepEqual(records.filter((r) => /maxConnections/.test(r.msg)), [], "not given: nothing to say");
+  });
+
   test(`adapter serve: a port already in use rejects serve() with an io ServeError (the runtime's error as its cause) (${runtime})`, async () => {
     const first = await serveHere(() => new Response("first"));
     try {

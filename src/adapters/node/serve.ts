@@ -49,5 +49,5 @@ export async function serve(handler: GuardedHandler, options: NodeServeOptions =
   const host = createNodeHost(options);
   const log = _safeLogger(options.log ?? host.log!);
   const listen = listenNode({ headersTimeoutMs: options.headersTimeoutMs, keepAliveTimeoutMs: options.keepAliveTimeoutMs, writeStallTimeoutMs: options.writeStallTimeoutMs, log });
-  return serveWith(host, Object.assign(listen, { optionKeys: NODE_KEYS }), handler, options);
+  return serveWith(host, Object.assign(listen, { optionKeys: NODE_KEYS, countsConnections: true }), handler, options);
 }
