@@ -41,6 +41,9 @@ export interface EdgeAppDeps {
   authLimiter: RateLimiter;
 }
 
+/** The longest an `/events` stream stays quiet: a comment line goes out between ticks further apart. */
+const HEARTBEAT_MS = 5_000;
+
 /** Resolves after `ms`, or rejects as soon as a signal fires; its listeners go when it settles. */
 function sleep(ms: number, ...signals: AbortSignal[]): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -91,7 +94,12 @@ export function createEdgeApp(deps: EdgeAppDeps): Hono {
         try {
           for (let i = 0; i < count; i++) {
             controller.enqueue(encoder.encode(`id: ${i}\ndata: tick ${i}\n\n`));
-            if (i + 1 < count) await sleep(every, left.signal, ...(shutdown === undefined ? [] : [shutdown]));
+            // Between ticks a comment every HEARTBEAT_MS: a stream quiet for longer is cut by Bun's
+            // idle timer (`idleTimeoutSeconds`, 10 s) and by proxies (the deploy review: every=12000 on Bun).
+            for (let waited = 0; i + 1 < count && waited < every; waited += HEARTBEAT_MS) {
+              if (waited > 0) controller.enqueue(encoder.encode(": keep-alive\n\n"));
+              await sleep(Math.min(HEARTBEAT_MS, every - waited), left.signal, ...(shutdown === undefined ? [] : [shutdown]));
+            }
           }
         } catch {
           if (left.signal.aborted) return; // the client left (or a forced drain cut the stream)

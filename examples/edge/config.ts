@@ -118,18 +118,25 @@ function openClosed(env: Env, name: string, fallback: "open" | "closed"): "open"
   throw new ConfigError(name, raw, '"open" or "closed"');
 }
 
-/** A `redis://` or `rediss://` URL with a host, or undefined when unset. */
+/**
+ * A `redis://` or `rediss://` URL with a host — its path a database number if any, its user and
+ * password percent-encoded — or undefined when unset. Checked here as node-redis reads it: a
+ * path that is no number (`/abc`, `/0/1`) or a stray `%` in the password passed, and node-redis
+ * then threw at startup, a stack trace and exit 1 (the deploy review).
+ */
 function redisUrl(env: Env, name: string): string | undefined {
   const raw = env[name];
   if (raw === undefined || raw === "") return undefined;
   let url: URL | undefined;
   try {
     url = new URL(raw);
+    decodeURIComponent(url.username);
+    decodeURIComponent(url.password);
   } catch {
-    // reported below
+    url = undefined; // reported below
   }
-  if (url === undefined || (url.protocol !== "redis:" && url.protocol !== "rediss:") || url.hostname === "") {
-    throw new ConfigError(name, redactUrl(raw), "a redis:// or rediss:// URL with a host (redis://host:6379)");
+  if (url === undefined || (url.protocol !== "redis:" && url.protocol !== "rediss:") || url.hostname === "" || !/^\/?\d*$/.test(url.pathname)) {
+    throw new ConfigError(name, redactUrl(raw), "a redis:// or rediss:// URL with a host, a database number as its path if any, and its user and password percent-encoded (redis://user:pass@host:6379/0)");
   }
   return raw;
 }

@@ -49,6 +49,7 @@ const ipLimiter = ip.limiter;
 const authLimiter = createAuthLimiter();
 let handle: ServeHandle | undefined;
 
+const connectionCap = runtime === "node" || (env.HYGIENE_MAX_CONNECTIONS ?? "") !== "" ? config.maxConnections : undefined;
 const app = createEdgeApp({ config, health: () => handle?.health, metrics: () => exporter.render(), authLimiter });
 // Expected outcomes (413, 408, a client leaving) answered quietly; anything else one JSON line.
 app.onError(edgeErrorHandler(log));
@@ -57,7 +58,9 @@ const options: ServeOptions = {
   port: config.port,
   hostname: config.hostname,
   concurrencyLimit: config.concurrencyLimit,
-  maxConnections: config.maxConnections,
+  // Node's alone (Deno and Bun have no connection hook): given there only when set, so that the
+  // library's warning says it has no effect (the deploy review: it was printed as in effect).
+  maxConnections: connectionCap,
   requestTimeoutMs: config.requestTimeoutMs,
   bodyLimitBytes: config.bodyLimitBytes,
   // /upload raises the cap (its bodyLimit() in app.ts); declared here so the guard applies it
@@ -115,7 +118,7 @@ const url = `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${por
 // The pid is the server's own (not npm's): what a supervisor or a test signals.
 const pid = runtime === "deno" ? Deno.pid : process.pid;
 log({ level: "info", msg: "listening", url, pid, runtime, hostname, port, rateStore: ip.store,
-  config: { ...config, redisUrl: config.redisUrl === undefined ? undefined : redactUrl(config.redisUrl) } });
+  config: { ...config, maxConnections: connectionCap, redisUrl: config.redisUrl === undefined ? undefined : redactUrl(config.redisUrl) } });
 
 // Exit with the outcome's code (clean 0, io 1, forced 3, flush 4): on Deno a forced drain
 // can leave a stuck handler's socket open, and only the exit ends it.

@@ -6,6 +6,9 @@ import { runtime, startChild } from "../support/runtime.ts";
 import { openSock, parseResponse, type Sock, within } from "../support/reliability.ts";
 import { parsePromText } from "../support/prom_text.ts";
 import { ConfigError, configErrorFrom, readEdgeConfig } from "../../examples/edge/config.ts";
+import { createAuthLimiter, createEdgeApp } from "../../examples/edge/app.ts";
+import { Hono } from "hono";
+import { hygiene } from "../../src/hono/mod.ts";
 
 describe(`examples: edge server (${runtime})`, () => {
   test(`edge server: boots on port 0 under ${runtime}, serves every route, drains clean on SIGTERM`, async () => {
@@ -53,6 +56,15 @@ describe(`examples: edge server (${runtime})`, () => {
     } finally {
       child.kill();
     }
+  });
+
+  // The deploy review: /events?every=12000 was cut on Bun by its 10 s idle timer between ticks.
+  test(`edge server: /events sends a comment between ticks more than 5 s apart, so a quiet stream is not cut as idle (${runtime})`, { timeout: 30_000 }, async () => {
+    const app = new Hono();
+    app.use(hygiene({ loadMonitor: false, log: () => {} })); // the routes' pieces (noTimeout()) need a guard's context
+    app.route("/", createEdgeApp({ config: readEdgeConfig({}), health: () => undefined, metrics: async () => "", authLimiter: createAuthLimiter() }));
+    const res = await app.request("/events?count=2&every=5001");
+    assert.equal(await res.text(), "id: 0\ndata: tick 0\n\n: keep-alive\n\nid: 1\ndata: tick 1\n\n");
   });
 
   test(`edge server: with the memory ceiling tripped, ordinary routes get 503 while /healthz and /metrics answer 200 and /readyz 503 (${runtime})`, async () => {
@@ -309,7 +321,9 @@ describe(`examples: edge server (${runtime})`, () => {
     const d = readEdgeConfig({ HYGIENE_CONCURRENCY_LIMIT: "Infinity", HYGIENE_TRUSTED_PROXIES: "10.0.0.0/8, 192.168.0.0/16" });
     assert.equal(d.concurrencyLimit, Infinity);
     assert.deepEqual(d.trustedProxies, ["10.0.0.0/8", "192.168.0.0/16"]);
-    for (const [name, value] of [["PORT", "70000"], ["PORT", "-1"], ["HYGIENE_RATE_LIMIT", "ten"], ["HYGIENE_DRAIN_TIMEOUT_MS", "1.5"], ["HYGIENE_RSS_CEILING_BYTES", "0"], ["HYGIENE_LOAD_MONITOR", "yes"]]) {
+    // Those node-redis takes (a stray % or a path that is no number made it throw at startup: the deploy review).
+    for (const url of ["redis://127.0.0.1:6379", "redis://h:6379/", "redis://h:6379/2", "rediss://:p%40ss@h:6380/0"]) assert.equal(readEdgeConfig({ HYGIENE_REDIS_URL: url }).redisUrl, url);
+    for (const [name, value] of [["PORT", "70000"], ["PORT", "-1"], ["HYGIENE_RATE_LIMIT", "ten"], ["HYGIENE_DRAIN_TIMEOUT_MS", "1.5"], ["HYGIENE_RSS_CEILING_BYTES", "0"], ["HYGIENE_LOAD_MONITOR", "yes"], ["HYGIENE_REDIS_URL", "redis://127.0.0.1:6379/abc"], ["HYGIENE_REDIS_URL", "redis://127.0.0.1:6379/0/1"], ["HYGIENE_REDIS_URL", "redis://user:s3cr%t@127.0.0.1:6379"], ["HYGIENE_REDIS_URL", "http://127.0.0.1:6379"]]) {
       assert.throws(() => readEdgeConfig({ [name!]: value }), (e: unknown) => e instanceof ConfigError && e.variable === name, `${name}=${value}`);
     }
   });
