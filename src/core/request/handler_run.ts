@@ -126,10 +126,7 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
   const outcome = (a: _Admission, value: unknown): Response => {
     // `Response.error()` (status 0) cannot be sent: the runtime answered 500 (Node with the
     // error's text, closing the connection) while it was reported as a 0 "ok" and sampled (a review).
-    // Nor can a Response whose body was read already: Node answered 500 with the error's text
-    // ("Invalid state: ReadableStream is locked") past the log, Deno and Bun their own 500, while
-    // the request was reported 200 "ok" (the runtime-equivalence review).
-    const res = value instanceof Response && value.status !== 0 && !value.bodyUsed ? value : undefined;
+    const res = value instanceof Response && value.status !== 0 ? value : undefined;
     // Only a normal answer is a latency sample for the adaptive limit (not a 5xx, a 408, an abort).
     settle(a, res !== undefined && res.status < 500);
     let out: Response;
@@ -145,7 +142,7 @@ export function _handlerRun(parts: _HandlerRunParts): _HandlerRun {
       // closes rather than make the runtime read the rest (Bun and Deno would, unbounded).
       out = longLived.response(a, !a.bodyEnded && a.body !== null && _unreadCloses(a.request, a.declared, true) ? _withClose(res) : res, requestTimeoutMs);
     } else {
-      onError(new TypeError(value instanceof Response ? (value.status === 0 ? "The handler returned an error Response (Response.error()), which cannot be sent" : "The handler returned a Response whose body was read already, which cannot be sent") : "The handler did not return a Response"), a.request);
+      onError(new TypeError(value instanceof Response ? "The handler returned an error Response (Response.error()), which cannot be sent" : "The handler did not return a Response"), a.request);
       out = _refusalResponse(500);
     }
     report(a, out.status, res !== undefined ? "ok" : "error");
