@@ -15,8 +15,8 @@
 
 /**
  * Fixed window: a hash { s = the window's start (server ms), c = the count }, expiring after its
- * window. An entry that cannot be read (another type under the name, a field that is no number:
- * something else wrote there) is as none, and the admit writes a fresh one: raised as an error,
+ * window. An entry that cannot be read (another type under the name, a start that is no number,
+ * a count that is no integer HINCRBY takes: something else wrote there) is as none, and the admit writes a fresh one: raised as an error,
  * it failed every call of that key, for good (it had no expiry), and a client that was most of
  * the traffic held the store in its fallback for every client (the shared-limits review).
  */
@@ -27,7 +27,9 @@ local function fixed_window(key, now, cost, limit, window)
     redis.call('DEL', key)
     v = {}
   end
-  local start, count = tonumber(v[1]), tonumber(v[2])
+  -- The count as HINCRBY reads it (digits only: Lua's tonumber also takes "1.5", " 5", "1e3",
+  -- on which HINCRBY then failed, after the call's other budgets were charged: a review).
+  local start, count = tonumber(v[1]), v[2] and string.match(v[2], '^%d+$') and tonumber(v[2])
   if start and count then
     local elapsed = now - start
     -- A start after now: the server's clock went back (an NTP step, a failover to a replica

@@ -218,9 +218,14 @@ describe(`redis scripts against a real redis-server (${runtime})`, () => {
       const prefix = `t${run - 1}:`;
       const windowed = createFixedWindowLimiter({ name: "ip", limit: 2, windowMs: 60_000, store });
       const bucket = createTokenBucketLimiter({ name: "api", ratePerSecond: 1, burst: 2, store });
+      const [sec, usec] = (await redis.command("TIME")) as [string, string];
+      const serverMs = Number(sec) * 1000 + Number(usec) / 1000;
       const spoil: [string, string[]][] = [
         [`${prefix}fw:ip:${_keyHash("a")}`, ["SET", "x"]],
         [`${prefix}fw:ip:${_keyHash("b")}`, ["HSET", "s", "x", "c", "y"]],
+        // A count Lua reads but HINCRBY does not, in a window still open (the server's time now):
+        // it failed at the charge, after the call's other budgets were charged.
+        [`${prefix}fw:ip:${_keyHash("c")}`, ["HSET", "s", String(serverMs), "c", "1.5"]],
         [`${prefix}tb:api:${_keyHash("a")}`, ["HSET", "s", "1"]],
         [`${prefix}tb:api:${_keyHash("b")}`, ["SET", "not a number"]],
       ];
@@ -230,6 +235,13 @@ describe(`redis scripts against a real redis-server (${runtime})`, () => {
         const b = await bucket.take(key);
         assert.deepEqual([w.allowed, w.remaining, w.reason, b.allowed, b.remaining, b.reason], [true, 1, undefined, true, 1, undefined], `${name} ${key}: ${JSON.stringify([w, b])}`);
       }
+      // "c": its count must be read as none, not HINCRBY'd; taken with another budget in one call.
+      const both = await store.call([
+        { algorithm: "fixed-window", limiter: "ip", key: "c", cost: 1, limit: 2, windowMs: 60_000, intervalMs: 60_000 },
+        { algorithm: "fixed-window", limiter: "ip", key: "d", cost: 1, limit: 2, windowMs: 60_000, intervalMs: 60_000 },
+      ]);
+      assert.ok("results" in both, `${name}: ${JSON.stringify(both)}`);
+      assert.deepEqual((both as RateStoreReply).results.map((r) => r.allowed), [true, true], name);
       for (const [key] of spoil) assert.equal(await redis.command("TYPE", key), key.includes(":fw:") ? "hash" : "string", `${name} ${key}`);
       assert.equal(store.state, "ok");
       // And counted from there.
