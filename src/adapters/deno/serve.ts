@@ -3,6 +3,7 @@ import {
   closesOnUnreadBody,
   declaredLength,
   dropsConnection,
+  fallbackResponse,
   type GuardedHandler,
   isBodyTooLargeError,
   type Listen,
@@ -125,6 +126,7 @@ export const BODY_FAILED = "response body failed while it was sent (its stream e
 /** The Deno.serve binding: listens with the guarded fetch and exposes the core's Server. */
 export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | undefined }): Listen {
   const drop = options.dropUnreadBody !== false;
+  const fetchFailed = (error: unknown) => fallbackResponse(error, options.log);
   return (fetch, { port, hostname, stopping }) => {
     const uploads = new _Uploads();
     let stopped = false;
@@ -133,19 +135,25 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | un
       hostname,
       onListen() {},
       handler(request, info) {
-        // A body is read through a watch, so a response the core marked can end the connection.
-        const watch = request.body === null ? undefined : new _BodyWatch();
-        if (watch === undefined) _watchLegacyAbort(request, info, options.log);
-        const hasBody = watch !== undefined && _uploads(request.headers);
-        if (hasBody) uploads.add(watch, info.completed);
-        let answered = fetch(watch?.watch(request) ?? request, new _PeerInfo(info, watch === undefined));
-        // From the stop signal on, every answer says the connection closes (_closing). Deno
-        // itself keeps the connection open after it: the client (a proxy's pool) closes it.
-        if (stopping?.aborted === true) answered = _closing(answered);
-        if (watch === undefined) return answered;
-        const arrivedLate = uploads.awaited;
-        const end = (res: Response) => (_drops(request, res, drop, stopping?.aborted === true, hasBody, arrivedLate) ? watch.ending(res) : res);
-        return answered instanceof Promise ? answered.then(end) : end(answered);
+        // The guarded fetch's own failure is answered here (the last resort: the guard answers a
+        // handler's): Deno's onError gets the failures of answers already under way.
+        try {
+          // A body is read through a watch, so a response the core marked can end the connection.
+          const watch = request.body === null ? undefined : new _BodyWatch();
+          if (watch === undefined) _watchLegacyAbort(request, info, options.log);
+          const hasBody = watch !== undefined && _uploads(request.headers);
+          if (hasBody) uploads.add(watch, info.completed);
+          let answered = fetch(watch?.watch(request) ?? request, new _PeerInfo(info, watch === undefined));
+          // From the stop signal on, every answer says the connection closes (_closing). Deno
+          // itself keeps the connection open after it: the client (a proxy's pool) closes it.
+          if (stopping?.aborted === true) answered = _closing(answered);
+          if (watch === undefined) return answered instanceof Promise ? answered.then(undefined, fetchFailed) : answered;
+          const arrivedLate = uploads.awaited;
+          const end = (res: Response) => (_drops(request, res, drop, stopping?.aborted === true, hasBody, arrivedLate) ? watch.ending(res) : res);
+          return answered instanceof Promise ? answered.then(end, fetchFailed) : end(answered);
+        } catch (error) {
+          return fetchFailed(error);
+        }
       },
       onError(error) {
         // The head already went out: the connection is dropped (or, a forced drain cut the
@@ -153,10 +161,11 @@ export function listenDeno(options: { log: Logger; dropUnreadBody?: boolean | un
         // request body back passed its cap: the client's doing, reported as a refusal — logged
         // as "guarded handler failed", any client could write an error line a request).
         if (error === _DROP || _isDrainAbort(error) || isBodyTooLargeError(error)) return new Response(null, { status: 500 });
-        // The guarded fetch answers a handler's failure itself: what reaches here is an answer
-        // that failed while it was sent — its body stream errored after the handler returned
-        // (the connection is cut). Logged as "guarded handler failed", it read as a handler's
-        // throw, which the guard's onError had not seen (the streaming review).
+        // The guarded fetch's failure is answered in the handler, and the guard answers a
+        // handler's: what reaches here is an answer that failed while it was sent — its body
+        // stream errored after the handler returned (the connection is cut). Logged as "guarded
+        // handler failed", it read as a handler's throw, which the guard's onError had not seen
+        // (the streaming review).
         options.log({ level: "error", msg: BODY_FAILED, error });
         return new Response(null, { status: 500 });
       },
