@@ -47,6 +47,34 @@ describe(`reliability (${runtime}): node:cluster`, () => {
 
   test(`reliability (${runtime}): SIGTERM to ${to}: every admitted request answered, each worker ends on its own after its drain, exit 0`, { timeout: 60_000 }, () => sigterm({}));
 
+  // The multiprocess review: a group-wide stop (systemd's default KillMode, a signal to the process
+  // group) gives each worker SIGTERM itself and again through its primary; the second, after
+  // the worker's drain, ends it by the signal, which the README's primary read as a failure (exit 1).
+  test(`reliability (${runtime}): SIGTERM to every process of a cluster: a worker ended by the signal its primary passed on after its drain is no failure, exit 0${runtime === "deno" ? " (node and bun only; skipped on deno)" : ""}`, { timeout: 60_000, skip: runtime === "deno" }, async () => {
+    const child = startChild("test/fixtures/cluster_server.ts", { WORKERS: "2", FORWARD: "1", HOLD_MS: "5000" });
+    let pids: number[] = [];
+    try {
+      pids = (JSON.parse(await child.waitForLine(/"listening":true/, BOUND_MS)) as { pids: number[] }).pids;
+      for (const pid of pids) process.kill(pid, "SIGTERM");
+      await waitUntil(() => records(child, "drained").length === 2, () => `both workers drained; stdout:\n${child.stdout()}`);
+      child.kill("SIGTERM"); // the primary's share of the stop: it passes the signal on to the workers, still holding
+      const code = await within(child.exited, `the primary's exit; stdout:\n${child.stdout()}\nstderr:\n${child.stderr()}`);
+      assert.deepEqual(records(child, "workerExit").map((r) => r.workerExit), ["SIGTERM", "SIGTERM"]);
+      assert.equal(code, 0);
+    } finally {
+      child.kill();
+      const reaped = new Set(records(child, "workerExit").map((r) => r.pid));
+      for (const pid of pids) {
+        if (reaped.has(pid)) continue;
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
+    }
+  });
+
   // A review: the first drain let the IPC channel go, and a worker's second listen, which waits
   // on its primary there, died with the process (the primary then crashed on EPIPE).
   test(`reliability (${runtime}): a worker that drained one server and serves again in-process is served, then ends on its own after its second drain`, { timeout: 60_000 }, () => sigterm({ RESTART: "1" }));
