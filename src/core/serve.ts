@@ -144,7 +144,7 @@ export async function serveWith(host: Host, listen: Listen, handler: GuardedHand
   // needs --unstable-net, without which the process exits 70, uncatchable (RUNTIMES.md).
   const reusePort = (o as Record<string, unknown>).reusePort;
   if (reusePort !== undefined && listen.takesReusePort !== true) {
-    throw new TypeError(`Cannot serve as "reusePort" is not an option on this runtime: on Node run several processes with node:cluster (README: Several processes on one machine); it is Bun's only`);
+    throw new TypeError(`Cannot serve as "reusePort" is not an option on this runtime (it is Bun's only): on Node run several processes with node:cluster; on Deno one process per port behind the balancer (README: Several processes on one machine)`);
   }
   _optionalBoolean("serve", "reusePort", reusePort);
   // Before anything listens: `exitOnDrained: "false"` (a string from the environment) is truthy
