@@ -16,9 +16,10 @@
 /**
  * Fixed window: a hash { s = the window's start (server ms), c = the count }, expiring after its
  * window. An entry that cannot be read (another type under the name, a start that is no number,
- * a count that is no integer HINCRBY takes: something else wrote there) is as none, and the admit writes a fresh one: raised as an error,
- * it failed every call of that key, for good (it had no expiry), and a client that was most of
- * the traffic held the store in its fallback for every client (the shared-limits review).
+ * a count that is no integer HINCRBY takes: something else wrote there) is as none, and the
+ * admit writes a fresh one: raised as an error, it failed every call of that key, for good (it
+ * had no expiry), and a client that was most of the traffic held the store in its fallback for
+ * every client (the shared-limits review).
  */
 const FIXED_WINDOW = `
 local function fixed_window(key, now, cost, limit, window)

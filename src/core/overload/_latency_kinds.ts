@@ -124,5 +124,5 @@ export class _LatencyKinds {
   }
 }
 
-// A sample's kind's baseline: its own latency in the kind's first window; a 0 one (a coarse clock) as COARSE_CLOCK_MS.
+// A sample's kind's baseline: its own latency in the kind's first window; a 0 one (a coarse clock) as _baseline.ts `_divisor` reads it.
 const _baseOf = (k: _Kind, latencyMs: number): number => _divisor(k.base ?? latencyMs);
