@@ -8,6 +8,20 @@ import assert from "node:assert/strict";
 import { runtime, startChild } from "../support/runtime.ts";
 import { BOUND_MS, records, waitUntil, within } from "../support/reliability.ts";
 
+/** Ends the primary and the workers it has not reaped (a reaped worker's PID may be another process's by now). */
+function endAll(child: ReturnType<typeof startChild>, pids: readonly number[]): void {
+  child.kill();
+  const reaped = new Set(records(child, "workerExit").map((r) => r.pid));
+  for (const pid of pids) {
+    if (reaped.has(pid)) continue;
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+}
+
 describe(`reliability (${runtime}): node:cluster`, () => {
   // Deno's node:cluster reports a worker its primary signalled as exited at once, while it
   // still drains (scripts/probes/deno_cluster_kill.ts): there the workers are signalled
@@ -31,17 +45,7 @@ describe(`reliability (${runtime}): node:cluster`, () => {
       assert.equal(code, 0, child.stderr());
       assert.deepEqual(records(child, "workerExit").map((r) => r.workerExit), [0, 0]);
     } finally {
-      child.kill();
-      // Only workers not reaped yet: a reaped worker's PID may be another process's by now.
-      const reaped = new Set(records(child, "workerExit").map((r) => r.pid));
-      for (const pid of pids) {
-        if (reaped.has(pid)) continue;
-        try {
-          process.kill(pid, "SIGKILL");
-        } catch {
-          // already gone
-        }
-      }
+      endAll(child, pids);
     }
   };
 
@@ -62,16 +66,7 @@ describe(`reliability (${runtime}): node:cluster`, () => {
       assert.deepEqual(records(child, "workerExit").map((r) => r.workerExit), ["SIGTERM", "SIGTERM"]);
       assert.equal(code, 0);
     } finally {
-      child.kill();
-      const reaped = new Set(records(child, "workerExit").map((r) => r.pid));
-      for (const pid of pids) {
-        if (reaped.has(pid)) continue;
-        try {
-          process.kill(pid, "SIGKILL");
-        } catch {
-          // already gone
-        }
-      }
+      endAll(child, pids);
     }
   });
 
