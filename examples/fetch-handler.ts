@@ -4,6 +4,10 @@
 //   export default { fetch } — Deno Deploy, Bun, Cloudflare-style runtimes, or any fetch router.
 // The platform owns the server and its stop: there is no drain here (drainTimeoutMs only
 // bounds the request timeout); README: "Other entry points".
+// Such a platform hands the handler no peer address: a keyed limit added here (rateLimits,
+// inFlightPerKey) needs a clientKey that reads the platform's client address (on Cloudflare,
+// `(r) => r.headers.get("cf-connecting-ip") ?? "unknown"`), or every client shares the key
+// "unknown" (README: "Other entry points").
 import { createGuard } from "../src/mod.ts";
 
 const guard = createGuard({
