@@ -215,6 +215,16 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
         // longer now (a review: the cached wait, answered after a smaller cost was admitted,
         // sent an obedient client into the next refusal). A window's edge does not move.
         if (m.limiter.algorithm === "token-bucket") parts(m).denied.delete(m.key);
+        else if (r.remaining <= 0) {
+          // A window this take emptied refuses the key, whatever the cost, until it resets: cached
+          // as that denial, so that a refusal of an in-memory rule beside it (asked first, the
+          // store then not asked) reports the longer wait. Forgotten, an obedient client told
+          // Retry-After 1 s by a token bucket met the shared window's 429 once a window (the
+          // rate-limit headers review).
+          const denied = parts(m).denied;
+          const until = now + _within(r.resetMs, m.limiter);
+          if (denied.get(m.key) !== undefined || denied.makeRoom(now)) denied.set(m.key, { until, cost: 1, remaining: 0, resetAt: until });
+        }
         continue;
       }
       refused = _longer(refused, _result(m, r), i);

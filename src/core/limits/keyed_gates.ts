@@ -53,7 +53,7 @@ export interface KeyedGatesOptions {
   inFlightPerKey?: InFlightLimiterOptions | undefined;
   /** How the client key is derived: options (trusted proxies, IPv6 prefix) or a function. */
   clientKey?: ClientKeyOptions | ClientKeyFunction | undefined;
-  /** Adds the IETF RateLimit / RateLimit-Policy fields to 429s. @default false */
+  /** Adds the IETF `RateLimit` field to a rate limit's own 429s (not `RateLimit-Policy`: see `rateLimitHeaders()` for that). @default false */
   rateLimitHeaders?: boolean | undefined;
 }
 

@@ -55,7 +55,11 @@ export function rateLimitHeaders(decision: RateDecision, options: RateLimitHeade
     RateLimit: `${id};r=${_whole(decision.remaining)};t=${_whole(Math.ceil(decision.resetMs / 1000))}`,
   };
   if (options.policy) {
-    fields["RateLimit-Policy"] = `${id};q=${_whole(decision.limit)};w=${Math.max(1, _whole(Math.ceil(decision.windowMs / 1000)))}`;
+    // `w` is whole seconds: a window that is not (500 ms, a bucket's 1.5 s) is told as the next
+    // whole second, its quota scaled to it — left as it was, 10 a second read as 1 (a review).
+    const w = Math.max(1, _whole(Math.ceil(decision.windowMs / 1000)));
+    const q = decision.windowMs > 0 ? _whole((decision.limit * w * 1000) / decision.windowMs) : _whole(decision.limit);
+    fields["RateLimit-Policy"] = `${id};q=${q};w=${w}`;
   }
   return fields;
 }

@@ -37,6 +37,17 @@ describe("rate headers", () => {
     });
   });
 
+  // A review: `w` was rounded up to whole seconds and `q` kept, so a client pacing by the policy
+  // ran up to 10 times slower than allowed.
+  test("rate headers: a policy whose window is not whole seconds is told over the next whole second, its quota scaled to it", () => {
+    const clock = createManualClock();
+    const policy = (d: RateDecision) => rateLimitHeaders(d, { policy: true })["RateLimit-Policy"];
+    assert.equal(policy(createTokenBucketLimiter({ ratePerSecond: 10, burst: 1, clock }).take("k")), '"default";q=10;w=1');
+    assert.equal(policy(createTokenBucketLimiter({ ratePerSecond: 2, burst: 3, clock }).take("k")), '"default";q=4;w=2');
+    assert.equal(policy(createFixedWindowLimiter({ limit: 5, windowMs: 500, clock }).take("k")), '"default";q=10;w=1');
+    assert.equal(policy(createFixedWindowLimiter({ limit: 5, windowMs: 3_000, clock }).take("k")), '"default";q=5;w=3');
+  });
+
   test("rate headers: the 429 has a generic text/plain body and Retry-After", async () => {
     const response = rateLimitedResponse(denied);
     assert.equal(response.status, 429);

@@ -130,12 +130,12 @@ describe("scopes", () => {
       const store = createRateStore(backend, { clock });
       const scoped = createScopedLimiter<string>({
         scopes: [
-          { name: "tenant", limiter: createFixedWindowLimiter({ name: "tenant", limit: 1, windowMs: tenantMs, clock, store }), key: () => "t" },
+          { name: "tenant", limiter: createFixedWindowLimiter({ name: "tenant", limit: 2, windowMs: tenantMs, clock, store }), key: () => "t" },
           { name: "client", limiter: createFixedWindowLimiter({ limit: 1, windowMs: 1000, clock }), key: (c) => c },
         ],
       });
       const a = scoped.take("a");
-      backend.calls[0]!.resolve([ALLOW(0)]);
+      backend.calls[0]!.resolve([ALLOW(1)]);
       assert.equal((await a).allowed, true);
       const b = scoped.take("b");
       backend.calls[1]!.resolve([DENY(tenantMs)]);
@@ -146,6 +146,37 @@ describe("scopes", () => {
       assert.deepEqual([again.allowed, again.scope, again.retryAfterMs], [false, "tenant", tenantMs], `tenant ${tenantMs} ms`);
       assert.equal(backend.calls.length, 2);
     }
+  });
+
+  // The rate-limit headers review: the store's last "allowed" of a window (nothing left) was not
+  // kept, so the in-memory rule's 1 s spoke, and a client obeying it met the shared window's 429.
+  test("scopes: a shared window the store emptied refuses from then on, here, until it resets: an in-memory scope's shorter refusal reports that wait", async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const store = createRateStore(backend, { clock });
+    const scoped = createScopedLimiter<string>({
+      scopes: [
+        { name: "shared", limiter: createFixedWindowLimiter({ name: "shared", limit: 4, windowMs: 5000, clock, store }), key: (c) => c },
+        { name: "bucket", limiter: createTokenBucketLimiter({ ratePerSecond: 1, burst: 4, clock }), key: (c) => c },
+      ],
+    });
+    for (let left = 3; left >= 0; left--) {
+      const d = scoped.take("k");
+      backend.calls.at(-1)!.resolve([{ ...ALLOW(left), resetMs: 5000 - 10 * (3 - left) }]);
+      assert.equal((await d).allowed, true);
+      clock.advance(10);
+    }
+    // 40 ms into the window: the bucket refuses for 1 s; the window is empty for 4,960 ms more.
+    const fifth = scoped.take("k");
+    assert.ok(!(fifth instanceof Promise), "no store call");
+    assert.deepEqual([fifth.allowed, fifth.scope, fifth.retryAfterMs], [false, "shared", 4960]);
+    assert.equal(backend.calls.length, 4);
+    // Once the window has reset, the store is asked again.
+    clock.advance(4960);
+    const next = scoped.take("k");
+    assert.ok(next instanceof Promise, "asked again");
+    backend.calls.at(-1)!.resolve([ALLOW(3)]);
+    assert.equal((await next).allowed, true);
   });
 
   test("scopes: the refusal emits one deny event with the scope and limiter class, no key", () => {
