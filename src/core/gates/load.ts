@@ -89,15 +89,6 @@ export const REFUSAL_HOLD_MS = 100;
  */
 export const HELD_BATCH_MS = 10;
 
-/**
- * How long after a refusal was held the batch bound stays HELD_BATCH_MS. A storm refuses at every
- * turn; at normal load after one, bunched arrivals refuse now and then. Kept short for as long as
- * any refusal was held (the wait bound, 500 ms, each), at 45–90 % of a core after a storm each
- * refusal kept the bound short until the next, and a steady 75 % of capacity after 2 s at 150 %
- * lost 10–25 % of its requests for as long as it lasted (a review's ramp, Deno).
- */
-export const HELD_LATELY_MS = 50;
-
 /** What the load gate reads of the concurrency limit. */
 export interface _Permits {
   /** Requests waiting for a permit. */
@@ -134,8 +125,6 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
   // The last probe's reading of the Host's CPU time: the process mostly idle (under half of what
   // it may use; see HELD_BATCH_MS).
   let idleNow = false;
-  /** When the latest refusal was held (the short batch bound follows it for HELD_LATELY_MS). */
-  let heldAt = -Infinity;
   const held = waits && queue === undefined ? _heldRefusals(clock, Math.min(wait.waitMs, REFUSAL_HOLD_MS), wait.waitMs, wait.maxWaiting, state) : undefined;
   const off =
     queue !== undefined
@@ -178,9 +167,9 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
       }
       if (queue !== undefined && queue.length > 0) return later(a, batch);
       // Where refusals are held: while no permit is in use (synchronous work) and the process is
-      // not mostly idle, the turn's batch is shorter once one was held lately, and a refusal is
-      // held the whole wait bound (HELD_BATCH_MS).
-      const short = held !== undefined && a.startedAt - heldAt < HELD_LATELY_MS && held.length > 0 && permits?.inFlight === 0 && !idleNow;
+      // not mostly idle, the turn's batch is shorter once some are held, and a refusal is held the
+      // whole wait bound (HELD_BATCH_MS).
+      const short = held !== undefined && held.length > 0 && permits?.inFlight === 0 && !idleNow;
       const why = load.refusal(a.startedAt, short ? HELD_BATCH_MS : Infinity);
       if (why === undefined || (why === "busy" && permits !== undefined && permits.waiting > 0)) return PASS;
       const refusal = why === "batch" ? batch : busy;
@@ -189,7 +178,6 @@ export function _loadGate(load: LoadMonitor, clock: Clock, wait?: _LoadWait, per
       // Held, a `busy` one may start (see _heldRefusals): it takes its key's slot as a waiter does.
       // One of the batch bound is a refusal sent late, never started: it holds none (taken, a
       // client's held refusals kept its own later requests out: on Deno its goodput fell 9-fold).
-      heldAt = a.startedAt;
       return (refusal === busy ? reserve?.(a) : undefined) ?? held.hold(a, refusal, permits?.inFlight === 0);
     },
     get waiting() {
