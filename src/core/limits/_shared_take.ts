@@ -207,6 +207,9 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
       return a.failure === "fallback" || store.state === "fallback" ? _insured(members, cost, now, sink) : _failed(members, cost, a, sink);
     }
     let refused: _Verdict | undefined;
+    // A call charges every budget or none: where one refused, the others' answers say what they
+    // would have had left, not what they have.
+    const charged = a.results.every((r) => r.allowed);
     for (let i = 0; i < members.length; i++) {
       const r = a.results[i]!;
       const m = members[i]!;
@@ -215,8 +218,9 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
         // longer now (a review: the cached wait, answered after a smaller cost was admitted,
         // sent an obedient client into the next refusal). A window's edge does not move.
         if (m.limiter.algorithm === "token-bucket") parts(m).denied.delete(m.key);
-        else if (r.remaining <= 0) {
-          // A window this take emptied refuses the key, whatever the cost, until it resets: cached
+        else if (charged && r.remaining <= 0) {
+          // A window this take emptied (the call charged it: the diff review saw a tenant's window
+          // cached empty from a call a client's own scope refused) refuses the key, whatever the cost, until it resets: cached
           // as that denial, so that a refusal of an in-memory rule beside it (asked first, the
           // store then not asked) reports the longer wait. Forgotten, an obedient client told
           // Retry-After 1 s by a token bucket met the shared window's 429 once a window (the

@@ -57,8 +57,10 @@ export function rateLimitHeaders(decision: RateDecision, options: RateLimitHeade
   if (options.policy) {
     // `w` is whole seconds: a window that is not (500 ms, a bucket's 1.5 s) is told as the next
     // whole second, its quota scaled to it — left as it was, 10 a second read as 1 (a review).
-    const w = Math.max(1, _whole(Math.ceil(decision.windowMs / 1000)));
-    const q = decision.windowMs > 0 ? _whole((decision.limit * w * 1000) / decision.windowMs) : _whole(decision.limit);
+    // (A token bucket's window, burst × 1000 / rate, is inexact in binary: read to 1e-9, or 15 a
+    // second read as q=14, and a 2 s window as w=3: the diff review.)
+    const w = Math.max(1, _whole(Math.ceil(decision.windowMs / 1000 - 1e-9)));
+    const q = decision.windowMs > 0 ? _whole((decision.limit * w * 1000) / decision.windowMs + 1e-9) : _whole(decision.limit);
     fields["RateLimit-Policy"] = `${id};q=${q};w=${w}`;
   }
   return fields;

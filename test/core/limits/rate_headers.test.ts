@@ -46,6 +46,16 @@ describe("rate headers", () => {
     assert.equal(policy(createTokenBucketLimiter({ ratePerSecond: 2, burst: 3, clock }).take("k")), '"default";q=4;w=2');
     assert.equal(policy(createFixedWindowLimiter({ limit: 5, windowMs: 500, clock }).take("k")), '"default";q=10;w=1');
     assert.equal(policy(createFixedWindowLimiter({ limit: 5, windowMs: 3_000, clock }).take("k")), '"default";q=5;w=3');
+    // Inexact in binary (1000 / 15, × 1): read as the whole numbers they stand for.
+    assert.equal(policy(createTokenBucketLimiter({ ratePerSecond: 15, burst: 1, clock }).take("k")), '"default";q=15;w=1');
+    assert.equal(policy(createTokenBucketLimiter({ ratePerSecond: 14, burst: 30, clock }).take("k")), '"default";q=42;w=3');
+    for (let rate = 1; rate <= 50; rate++) {
+      for (let burst = 1; burst <= 10; burst++) {
+        const [, q, w] = /q=(\d+);w=(\d+)/.exec(policy(createTokenBucketLimiter({ ratePerSecond: rate, burst, clock }).take(`k${rate}-${burst}`))!)!;
+        assert.equal(Number(w), Math.max(1, Math.ceil(burst / rate)), `${rate}/s burst ${burst}`);
+        assert.equal(Number(q), Math.floor((burst * Number(w) * rate) / burst), `${rate}/s burst ${burst}`);
+      }
+    }
   });
 
   test("rate headers: the 429 has a generic text/plain body and Retry-After", async () => {

@@ -179,6 +179,31 @@ describe("scopes", () => {
     assert.equal((await next).allowed, true);
   });
 
+  // The diff review of the above: a call charges all or none, so where a client's own scope refused,
+  // the tenant's "allowed, nothing left" was what it would have had, not what it has: cached, every
+  // client of the tenant was refused here while the store still had its budget.
+  test("scopes: a shared window is cached as emptied only from a call that charged it, not from one another scope refused", async () => {
+    const clock = createManualClock();
+    const backend = createFakeBackend();
+    const store = createRateStore(backend, { clock });
+    const scoped = createScopedLimiter<string>({
+      scopes: [
+        { name: "tenant", limiter: createFixedWindowLimiter({ name: "tenant", limit: 2, windowMs: 60_000, clock, store }), key: () => "t" },
+        { name: "client", limiter: createFixedWindowLimiter({ name: "client", limit: 1, windowMs: 60_000, clock, store }), key: (c) => c },
+      ],
+    });
+    const a = scoped.take("a");
+    backend.calls.at(-1)!.resolve([{ ...ALLOW(0), resetMs: 60_000 }, DENY(60_000)]); // "a" over its own: nothing charged
+    assert.deepEqual([(await a).allowed, (await a).scope], [false, "client"]);
+    const c = scoped.take("c");
+    assert.ok(c instanceof Promise, "the tenant is asked: it was not charged");
+    backend.calls.at(-1)!.resolve([{ ...ALLOW(0), resetMs: 60_000 }, { ...ALLOW(0), resetMs: 60_000 }]); // charged: the tenant's window is empty now
+    assert.equal((await c).allowed, true);
+    const d = scoped.take("d");
+    assert.ok(!(d instanceof Promise), "now the tenant's emptied window answers, with no call");
+    assert.deepEqual([d.allowed, d.scope], [false, "tenant"]);
+  });
+
   test("scopes: the refusal emits one deny event with the scope and limiter class, no key", () => {
     const events: HygieneEvent[] = [];
     const { scoped } = setup((e) => events.push(e));
