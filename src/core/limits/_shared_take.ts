@@ -183,6 +183,12 @@ export function _cachedDenial(members: readonly _Member[], cost: number, now: nu
   return cached;
 }
 
+/** Caches `m`'s key as denied (where it has an entry already, or the table makes room). */
+function _cacheDenial(m: _Member, now: number, entry: { until: number; cost: number; remaining: number; resetAt: number }): void {
+  const denied = parts(m).denied;
+  if (denied.get(m.key) !== undefined || denied.makeRoom(now)) denied.set(m.key, entry);
+}
+
 /** Takes `cost` from every member's budget, all or nothing. Members share one store. */
 export function _sharedTake(members: readonly _Member[], cost: number, now: number, sink: EventSink | undefined): _Verdict | Promise<_Verdict> {
   // A broken clock or local limiter is the limiter's own fault: denied whatever the failure mode.
@@ -207,9 +213,6 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
       return a.failure === "fallback" || store.state === "fallback" ? _insured(members, cost, now, sink) : _failed(members, cost, a, sink);
     }
     let refused: _Verdict | undefined;
-    // A call charges every budget or none: where one refused, the others' answers say what they
-    // would have had left, not what they have.
-    const charged = a.results.every((r) => r.allowed);
     for (let i = 0; i < members.length; i++) {
       const r = a.results[i]!;
       const m = members[i]!;
@@ -218,25 +221,23 @@ export function _sharedTake(members: readonly _Member[], cost: number, now: numb
         // longer now (a review: the cached wait, answered after a smaller cost was admitted,
         // sent an obedient client into the next refusal). A window's edge does not move.
         if (m.limiter.algorithm === "token-bucket") parts(m).denied.delete(m.key);
-        else if (charged && r.remaining <= 0) {
-          // A window this take emptied (the call charged it: the diff review saw a tenant's window
-          // cached empty from a call a client's own scope refused) refuses the key, whatever the cost, until it resets: cached
+        else if (r.remaining <= 0 && a.results.every((x) => x.allowed)) {
+          // A window this take emptied refuses the key, whatever the cost, until it resets: cached
           // as that denial, so that a refusal of an in-memory rule beside it (asked first, the
           // store then not asked) reports the longer wait. Forgotten, an obedient client told
           // Retry-After 1 s by a token bucket met the shared window's 429 once a window (the
-          // rate-limit headers review).
-          const denied = parts(m).denied;
+          // rate-limit headers review). Only from a call that charged: a call charges every budget
+          // or none, and where another refused, this answer is what it would have had (the diff
+          // review saw a tenant's window cached empty from a call a client's own scope refused).
           const until = now + _within(r.resetMs, m.limiter);
-          if (denied.get(m.key) !== undefined || denied.makeRoom(now)) denied.set(m.key, { until, cost: 1, remaining: 0, resetAt: until });
+          _cacheDenial(m, now, { until, cost: 1, remaining: 0, resetAt: until });
         }
         continue;
       }
       refused = _longer(refused, _result(m, r), i);
       // The store decided at or after `now`, so the key is denied until `now + retryAfterMs`
       // at least: cached that long, never longer.
-      const denied = parts(m).denied;
-      const entry = { until: now + _within(r.retryAfterMs, m.limiter), cost, remaining: r.remaining, resetAt: now + _within(r.resetMs, m.limiter) };
-      if (denied.get(m.key) !== undefined || denied.makeRoom(now)) denied.set(m.key, entry);
+      _cacheDenial(m, now, { until: now + _within(r.retryAfterMs, m.limiter), cost, remaining: r.remaining, resetAt: now + _within(r.resetMs, m.limiter) });
     }
     if (refused !== undefined) return refused;
     return _tightest(members.map((m, i) => _result(m, a.results[i]!)));
